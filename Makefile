@@ -1,0 +1,31 @@
+# Everything from nothing: `make demo` and `make test` create .venv and install it first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint bench docs clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[all]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/hybridai demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check hybridai tests
+	$(VENV)/bin/ruff format --check hybridai tests
+
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
+clean:
+	rm -rf $(VENV) build *.egg-info site

@@ -1,0 +1,21 @@
+"""Backend registry and the Backend contract. See ``registry`` and ``base``."""
+
+from . import pennylane_backend, torch_backend  # noqa: F401  (built-ins register themselves)
+from .base import DOMAINS, Availability, Backend, Capabilities, ClassicalBackend, QuantumBackend
+from .registry import ENTRY_POINT_GROUP, BackendInfo, available, families, get, register, reload
+
+__all__ = [
+    "DOMAINS",
+    "ENTRY_POINT_GROUP",
+    "Availability",
+    "Backend",
+    "BackendInfo",
+    "Capabilities",
+    "ClassicalBackend",
+    "QuantumBackend",
+    "available",
+    "families",
+    "get",
+    "register",
+    "reload",
+]

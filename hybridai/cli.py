@@ -1,0 +1,95 @@
+"""The ``hybridai`` command: ``backends``, ``info`` and ``demo`` (``--help`` on each)."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+
+from .errors import HybridAIError
+from .text_table import format_table
+
+STACK = (
+    "torch", "numpy", "pennylane", "pennylane_lightning", "qiskit", "qiskit-aer", "qiskit-ibm-runtime",
+    "mitiq", "snntorch", "nengo", "akida", "scikit-learn",
+)  # fmt: skip
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    from . import backends
+
+    rows = []
+    for info in backends.available():
+        caps = info.capabilities
+        flags = ", ".join(k for k in ("differentiable", "exact", "shots", "noise") if getattr(caps, k)) if caps else ""
+        status = "yes" if info.available else "no"
+        rows.append([info.name, "/".join(info.domains) or "?", status, flags, info.source, info.reason])
+    print(format_table(["family", "domains", "available", "capabilities", "source", "reason"], rows))
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    import torch
+
+    from . import __version__
+
+    rows = [["hybridai", __version__], ["python", platform.python_version()]]
+    rows += [[p, _version(p)] for p in STACK]
+    print(format_table(["package", "version"], rows))
+    devices = [["cpu", f"{torch.get_num_threads()} threads"]]
+    if torch.cuda.is_available():
+        devices += [[f"cuda:{i}", torch.cuda.get_device_name(i)] for i in range(torch.cuda.device_count())]
+    else:
+        devices.append(["cuda", "not available"])
+    mps = hasattr(torch.backends, "mps") and torch.backends.mps.is_available()
+    devices.append(["mps", "available" if mps else "not available"])
+    print()
+    print(format_table(["torch device", "details"], devices))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    run_demo(n_qubits=args.qubits, epochs=args.epochs, batch_size=args.batch_size, seed=args.seed)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hybridai", description="Classical, quantum and spiking layers in one PyTorch model."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    p = sub.add_parser("backends", help="list backend families with availability and reason")
+    p.set_defaults(func=cmd_backends)
+    p = sub.add_parser("info", help="versions of hybridai and its stack, torch devices")
+    p.set_defaults(func=cmd_info)
+    p = sub.add_parser("demo", help="train a hybrid classical-quantum classifier on scikit-learn's digits")
+    p.add_argument("--qubits", type=int, default=6, help="qubits of the quantum layer, 4 to 8 (default 6)")
+    p.add_argument("--epochs", type=int, default=8, help="training epochs (default 8)")
+    p.add_argument("--batch-size", type=int, default=32, help="minibatch size (default 32)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except HybridAIError as exc:
+        print(f"hybridai: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,155 @@
+"""HybridModule (the base of every hybridai layer), placement and the model summary.
+
+A model is ONE ``nn.Module`` tree. Each hybridai layer knows its ``domain``
+(classical, quantum, spiking) and its ``backend`` (a registry name resolved lazily);
+any plain ``nn.Module`` counts as classical and runs on the torch device of its
+parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from torch import nn
+
+from . import backends
+from .backends.base import DOMAINS, Backend, ClassicalBackend
+from .errors import invalid
+from .text_table import format_table
+
+
+class HybridModule(nn.Module):
+    """An ``nn.Module`` with a domain and a backend.
+
+    Subclasses set ``domain`` and ``default_backend`` and call ``set_backend`` in their
+    constructor (which validates the name and the domain at once). The configured
+    backend object is rebuilt on demand after pickling, so ``torch.save(model)`` works.
+    """
+
+    domain: ClassVar[str] = "classical"
+    default_backend: ClassVar[str] = "torch"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._backend_name = self.default_backend
+        self._backend_options: dict[str, Any] = {}
+        self._backend: Backend | None = None
+
+    @property
+    def backend(self) -> str:
+        """The registry name of this layer's backend, e.g. ``"pennylane:default.qubit"``."""
+        return self._backend_name
+
+    def set_backend(self, backend: str | Backend, **options: Any) -> HybridModule:
+        """Re-target this layer; raises a HybridAIError for unknown or wrong-domain backends."""
+        resolved = backends.get(backend, domain=self.domain, **options)
+        self._backend_name = resolved.name
+        self._backend_options = dict(options)
+        self._backend = resolved
+        return self
+
+    @property
+    def resolved_backend(self) -> Backend:
+        """The configured backend object (created on first use)."""
+        if self._backend is None:
+            self._backend = backends.get(self._backend_name, domain=self.domain, **self._backend_options)
+        return self._backend
+
+    def size_description(self) -> str:
+        """Qubits or neurons, for the summary table; '' when not meaningful."""
+        return ""
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
+        state = dict(state)
+        state["_backend"] = None  # backends hold devices and locks: rebuilt lazily after loading
+        return state
+
+    def extra_repr(self) -> str:
+        return f"backend={self._backend_name!r}"
+
+
+def _layers(model: nn.Module, prefix: str = "") -> Iterator[tuple[str, nn.Module]]:
+    """Leaf modules and hybridai layers (not descending into them), with qualified names."""
+    children = list(model.named_children())
+    if isinstance(model, HybridModule) or not children:
+        yield prefix or type(model).__name__, model
+        return
+    for name, child in children:
+        yield from _layers(child, f"{prefix}.{name}" if prefix else name)
+
+
+def _classical_backend_name(module: nn.Module) -> str:
+    tensors = list(module.parameters()) + list(module.buffers())
+    if not tensors:
+        return "torch"
+    device = tensors[0].device
+    return f"torch:{device}" if device.type != "cpu" or device.index is not None else "torch:cpu"
+
+
+def place(
+    model: nn.Module,
+    *,
+    quantum: str | None = None,
+    spiking: str | None = None,
+    classical: str | None = None,
+    **options: Any,
+) -> nn.Module:
+    """Re-target every layer of a domain to a backend; returns ``model`` (changed in place).
+
+    ``place(model, quantum="pennylane:lightning.qubit", classical="torch:cuda")``. Plain
+    ``nn.Module`` layers are classical and are handed to the classical backend, which moves
+    (or wraps) them. Every name is validated before any layer changes, so a bad name leaves
+    the model untouched.
+    """
+    targets = {"quantum": quantum, "spiking": spiking, "classical": classical}
+    resolved = {d: backends.get(n, domain=d, **options) for d, n in targets.items() if n is not None}
+    for domain, backend in resolved.items():
+        for _, layer in _layers(model):
+            if isinstance(layer, HybridModule) and layer.domain == domain:
+                layer.set_backend(backend)
+                if isinstance(backend, ClassicalBackend):
+                    backend.place(layer)
+    classical_backend = resolved.get("classical")
+    if isinstance(classical_backend, ClassicalBackend):
+        _place_plain(model, classical_backend)
+    return model
+
+
+def _place_plain(module: nn.Module, backend: ClassicalBackend) -> None:
+    for name, child in list(module.named_children()):
+        if isinstance(child, HybridModule):
+            continue
+        if next(child.children(), None) is None or next(child.parameters(recurse=False), None) is not None:
+            placed = backend.place(child)
+            if placed is not child:
+                setattr(module, name, placed)
+        else:
+            _place_plain(child, backend)
+
+
+def summary(model: nn.Module, *, show: bool = True) -> str:
+    """A table of layers: name, type, domain, backend, trainable parameters, qubits/neurons.
+
+    Printed (unless ``show=False``) and returned as text.
+    """
+    if not isinstance(model, nn.Module):
+        raise invalid("model", type(model).__name__, "a torch.nn.Module")
+    rows, total = [], 0
+    counts = dict.fromkeys(DOMAINS, 0)
+    for name, layer in _layers(model):
+        n_params = sum(p.numel() for p in layer.parameters() if p.requires_grad)
+        total += n_params
+        if isinstance(layer, HybridModule):
+            domain, backend, size = layer.domain, layer.backend, layer.size_description()
+        else:
+            domain, backend, size = "classical", _classical_backend_name(layer), ""
+        counts[domain] += 1
+        rows.append([name, type(layer).__name__, domain, backend, f"{n_params:,}", size])
+    mix = ", ".join(f"{n} {d}" for d, n in counts.items() if n)
+    footer = ["total", f"{len(rows)} layers", mix, "", f"{total:,}", ""]
+    text = format_table(["layer", "type", "domain", "backend", "params", "qubits/neurons"], rows, footer)
+    if show:
+        print(text)
+    return text

@@ -1,0 +1,5 @@
+"""Quantum layers and kernels."""
+
+from .layer import QuantumLayer
+
+__all__ = ["QuantumLayer"]

@@ -1,0 +1,208 @@
+"""QuantumLayer: a PennyLane quantum function as a trainable torch layer.
+
+``qfunc(inputs, **weights)`` is an ordinary PennyLane quantum function. The layer records
+it as a PennyLane tape with the whole batch broadcast (never a Python loop over samples)
+and hands the tape to its quantum backend. Inputs ``[B, F]`` (or ``[F]``) give outputs
+``[B, n_outputs]`` (or ``[n_outputs]``) in the input's dtype and on its device.
+Inside ``qfunc`` index features as ``inputs[..., i]`` so that batches broadcast.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..errors import ConfigError, HybridAIError, ShapeError, invalid
+from ..module import HybridModule
+
+WeightInit = Callable[[torch.Tensor], Any]
+MEASUREMENTS = ("ExpectationMP", "VarianceMP", "ProbabilityMP")
+
+
+def uniform_angles(tensor: torch.Tensor) -> torch.Tensor:
+    """Default initialisation: angles uniform in [0, 2*pi)."""
+    return nn.init.uniform_(tensor, 0.0, 2 * math.pi)
+
+
+def _positive_int(argument: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise invalid(argument, value, "a positive int")
+    return value
+
+
+def _shape(name: str, shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, tuple | list) or any(
+        isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape
+    ):
+        raise invalid(f"weight_shapes[{name!r}]", shape, "a positive int or a tuple of positive ints")
+    return tuple(shape)
+
+
+class QuantumLayer(HybridModule):
+    """A trainable quantum circuit; see the module docstring.
+
+    Args:
+        qfunc: PennyLane quantum function ``qfunc(inputs, **weights)`` returning
+            ``qml.expval``/``qml.var``/``qml.probs`` measurements (one or a sequence).
+        n_qubits: number of wires, labelled ``0 .. n_qubits-1``.
+        weight_shapes: ``{name: shape}`` of the trainable arrays passed to ``qfunc``.
+        backend: quantum backend name (default ``pennylane:default.qubit``).
+        shots: ``None`` for exact expectations, or a number of shots per evaluation.
+        diff_method: gradient method, one of the backend's ``capabilities.diff_methods``.
+        init: initialiser applied in place to every weight (or ``{name: initialiser}``);
+            default uniform angles in [0, 2*pi).
+        n_inputs: expected input width; learnt from the first batch when ``None``.
+        **backend_options: passed to the backend (``seed=...`` for example).
+    """
+
+    domain = "quantum"
+    default_backend = "pennylane:default.qubit"
+
+    def __init__(
+        self,
+        qfunc: Callable[..., Any],
+        n_qubits: int,
+        weight_shapes: Mapping[str, int | tuple[int, ...]],
+        *,
+        backend: str | None = None,
+        shots: int | None = None,
+        diff_method: str = "best",
+        init: WeightInit | Mapping[str, WeightInit] | None = None,
+        n_inputs: int | None = None,
+        **backend_options: Any,
+    ) -> None:
+        super().__init__()
+        if not callable(qfunc):
+            raise invalid("qfunc", qfunc, "a PennyLane quantum function qfunc(inputs, **weights)")
+        self.qfunc = qfunc
+        self.n_qubits = _positive_int("n_qubits", n_qubits)
+        self.shots = None if shots is None else _positive_int("shots", shots)
+        self.n_inputs = None if n_inputs is None else _positive_int("n_inputs", n_inputs)
+        self.n_outputs: int | None = None
+        self.weight_shapes = self._check_weight_shapes(qfunc, weight_shapes)
+        for name, shape in self.weight_shapes.items():
+            param = nn.Parameter(torch.empty(shape))
+            initialiser = (init.get(name, uniform_angles) if isinstance(init, Mapping) else init) or uniform_angles
+            if not callable(initialiser):
+                raise invalid(f"init[{name!r}]" if isinstance(init, Mapping) else "init", initialiser, "a callable")
+            with torch.no_grad():
+                initialiser(param)
+            self.register_parameter(name, param)
+        self.set_backend(backend or self.default_backend, **backend_options)
+        accepted = self.resolved_backend.capabilities.diff_methods
+        if diff_method not in accepted:
+            raise invalid("diff_method", diff_method, f"one of {accepted} on backend {self.backend!r}")
+        self.diff_method = diff_method
+
+    def _check_weight_shapes(self, qfunc: Callable[..., Any], weight_shapes: Any) -> dict[str, tuple[int, ...]]:
+        if not isinstance(weight_shapes, Mapping):
+            raise invalid("weight_shapes", weight_shapes, "a dict {name: shape} of the qfunc's weight arguments")
+        try:
+            params = inspect.signature(qfunc).parameters
+        except (TypeError, ValueError):
+            params = {}
+        positional = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        if params and not positional and not any(p.kind is p.VAR_POSITIONAL for p in params.values()):
+            raise invalid("qfunc", qfunc, "a function whose first argument receives the inputs")
+        named = {p.name for p in positional[1:]} | {p.name for p in params.values() if p.kind is p.KEYWORD_ONLY}
+        shapes: dict[str, tuple[int, ...]] = {}
+        for name, shape in weight_shapes.items():
+            if not isinstance(name, str) or not name.isidentifier():
+                raise invalid("weight_shapes", name, "keys that are valid Python identifiers")
+            if params and not takes_any and name not in named:
+                raise ConfigError(
+                    f"weight_shapes has key {name!r} but qfunc takes no argument of that name; "
+                    f"accepted keys: {sorted(named)}"
+                )
+            if hasattr(self, name):
+                raise invalid("weight_shapes", name, "names that are not attributes of torch.nn.Module")
+            shapes[name] = _shape(name, shape)
+        missing = [
+            p.name
+            for p in [*positional[1:], *(p for p in params.values() if p.kind is p.KEYWORD_ONLY)]
+            if p.default is p.empty and p.name not in shapes
+        ]
+        if missing:
+            raise ConfigError(f"weight_shapes={dict(weight_shapes)!r} lacks the qfunc argument(s) {missing}")
+        return shapes
+
+    @property
+    def wires(self) -> list[int]:
+        return list(range(self.n_qubits))
+
+    def weight_tensors(self, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+        """The weight tensors by name, cast to ``dtype`` (autograd flows through the cast)."""
+        return {n: getattr(self, n) if dtype is None else getattr(self, n).to(dtype) for n in self.weight_shapes}
+
+    def _check_inputs(self, inputs: Any) -> torch.Tensor:
+        if not torch.is_tensor(inputs):
+            raise invalid("inputs", type(inputs).__name__, "a torch.Tensor of shape [B, F] or [F]", ShapeError)
+        if inputs.ndim not in (1, 2):
+            raise invalid("inputs.shape", tuple(inputs.shape), "[B, F] or [F]", ShapeError)
+        if inputs.is_complex():
+            raise invalid("inputs.dtype", inputs.dtype, "a real floating or integer dtype", ShapeError)
+        batch = inputs if inputs.ndim == 2 else inputs.unsqueeze(0)
+        if batch.shape[0] == 0 or batch.shape[1] == 0:
+            raise invalid("inputs.shape", tuple(inputs.shape), "at least one sample and one feature", ShapeError)
+        if self.n_inputs is not None and batch.shape[1] != self.n_inputs:
+            raise invalid("inputs.shape", tuple(inputs.shape), f"[B, {self.n_inputs}] or [{self.n_inputs}]", ShapeError)
+        return batch if batch.is_floating_point() else batch.to(torch.get_default_dtype())
+
+    def tape(self, inputs: torch.Tensor) -> Any:
+        """The PennyLane tape of this layer for a batch ``[B, F]`` (broadcast over B)."""
+        import pennylane as qml
+
+        batch = self._check_inputs(inputs)
+        try:
+            tape = qml.tape.make_qscript(self.qfunc, shots=self.shots)(batch, **self.weight_tensors(batch.dtype))
+        except HybridAIError:
+            raise
+        except Exception as exc:
+            shapes = {n: s for n, s in self.weight_shapes.items()}
+            raise ShapeError(
+                f"qfunc could not build a circuit from inputs of shape {tuple(batch.shape)} and "
+                f"weight_shapes={shapes}: {type(exc).__name__}: {exc}; check the input width "
+                f"(n_qubits={self.n_qubits}) and weight_shapes"
+            ) from exc
+        kinds = [type(m).__name__ for m in tape.measurements]
+        if not kinds or any(k not in MEASUREMENTS for k in kinds):
+            raise ConfigError(
+                f"qfunc returned measurements {kinds}; accepted: qml.expval, qml.var or qml.probs "
+                "(one, or a sequence of them)"
+            )
+        bad = [w for w in tape.wires if w not in self.wires]
+        if bad:
+            raise ConfigError(
+                f"qfunc uses wires {bad}; accepted: wires 0..{self.n_qubits - 1} (n_qubits={self.n_qubits})"
+            )
+        return tape
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        batch = self._check_inputs(inputs)
+        tape = self.tape(batch)
+        (result,) = self.resolved_backend.execute([tape], wires=self.wires, diff_method=self.diff_method)
+        parts = result if isinstance(result, tuple | list) else (result,)
+        size = batch.shape[0]
+        columns = []
+        for part in parts:
+            part = torch.as_tensor(part)
+            columns.append(part.reshape(1, -1).expand(size, -1) if tape.batch_size is None else part.reshape(size, -1))
+        out = torch.cat(columns, dim=1).to(dtype=batch.dtype, device=batch.device)
+        self.n_inputs = batch.shape[1]
+        self.n_outputs = out.shape[1]
+        return out if inputs.ndim == 2 else out.squeeze(0)
+
+    def size_description(self) -> str:
+        return f"{self.n_qubits} qubits"
+
+    def extra_repr(self) -> str:
+        shots = f", shots={self.shots}" if self.shots else ""
+        return f"n_qubits={self.n_qubits}, weight_shapes={self.weight_shapes}, backend={self.backend!r}{shots}"

@@ -1,0 +1,11 @@
+import pytest
+
+from hybridai.backends import registry
+
+
+@pytest.fixture
+def fresh_registry():
+    """Forget loaded plugins before and after a test that changes sys.path."""
+    registry.reload()
+    yield registry
+    registry.reload()
