@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench docs clean
+.PHONY: setup demo test lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,9 +23,6 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check hybridai tests
 	$(VENV)/bin/ruff format --check hybridai tests
-
-docs: $(STAMP)
-	$(VENV)/bin/mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) build *.egg-info site

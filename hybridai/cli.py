@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_info)
     p = sub.add_parser("demo", help="train a hybrid classical-quantum classifier on scikit-learn's digits")
     p.add_argument("--qubits", type=int, default=6, help="qubits of the quantum layer, 4 to 8 (default 6)")
-    p.add_argument("--epochs", type=int, default=8, help="training epochs (default 8)")
+    p.add_argument("--epochs", type=int, default=25, help="training epochs (default 25)")
     p.add_argument("--batch-size", type=int, default=32, help="minibatch size (default 32)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.set_defaults(func=cmd_demo)

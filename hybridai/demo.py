@@ -18,7 +18,7 @@ from .errors import invalid
 from .module import summary
 from .quantum import QuantumLayer
 
-N_LAYERS = 2
+N_LAYERS = 3
 
 
 def entangling_classifier(inputs, weights):
@@ -59,7 +59,7 @@ def train(model, x, y, epochs: int, batch_size: int, seed: int, label: str) -> f
     from tqdm.auto import tqdm
 
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     steps = math.ceil(len(x) / batch_size)
     start = time.perf_counter()
@@ -82,7 +82,7 @@ def accuracy(model, x, y) -> float:
     return (model(x).argmax(dim=1) == y).double().mean().item()
 
 
-def run_demo(n_qubits: int = 6, epochs: int = 8, batch_size: int = 32, seed: int = 0) -> dict[str, float]:
+def run_demo(n_qubits: int = 6, epochs: int = 25, batch_size: int = 32, seed: int = 0) -> dict[str, float]:
     """Train both models, print the summary and the comparison; return the numbers."""
     if isinstance(n_qubits, bool) or not isinstance(n_qubits, int) or not 4 <= n_qubits <= 8:
         raise invalid("qubits", n_qubits, "an int from 4 to 8")
