@@ -29,6 +29,14 @@ class BackendUnavailableError(HybridAIError, RuntimeError):
     """A backend is registered but cannot run here (missing device, failed import, ...)."""
 
 
+class UnsupportedOperationError(HybridAIError, NotImplementedError):
+    """A backend cannot execute an operation or measurement; the message names another backend that can."""
+
+
+class ResourceLimitError(HybridAIError, MemoryError):
+    """A computation would exceed a configured memory limit; refused before allocating."""
+
+
 class MissingExtraError(HybridAIError, ImportError):
     """An optional package is not installed; the message names the pip extra."""
 
