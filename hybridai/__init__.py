@@ -4,7 +4,7 @@ The public API, re-exported. Importing hybridai imports torch only; each backend
 stack (PennyLane, Qiskit, Mitiq, nengo, akida) is imported when first used.
 """
 
-from . import backends
+from . import backends, events, spiking
 from .errors import (
     BackendNotFoundError,
     BackendUnavailableError,
@@ -15,20 +15,44 @@ from .errors import (
 )
 from .module import HybridModule, place, summary
 from .quantum import QuantumLayer
+from .spiking import (
+    CUBA,
+    LIF,
+    DeltaEncoder,
+    LatencyEncoder,
+    MembraneDecoder,
+    RateDecoder,
+    RateEncoder,
+    RepeatEncoder,
+    SpikeCountDecoder,
+    TimeDistributed,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BackendNotFoundError",
     "BackendUnavailableError",
+    "CUBA",
     "ConfigError",
+    "DeltaEncoder",
     "HybridAIError",
     "HybridModule",
+    "LIF",
+    "LatencyEncoder",
+    "MembraneDecoder",
     "MissingExtraError",
     "QuantumLayer",
+    "RateDecoder",
+    "RateEncoder",
+    "RepeatEncoder",
     "ShapeError",
+    "SpikeCountDecoder",
+    "TimeDistributed",
     "__version__",
     "backends",
+    "events",
     "place",
+    "spiking",
     "summary",
 ]

@@ -1,0 +1,301 @@
+"""Encoders (values -> spike trains), decoders (spike trains -> values) and adapters.
+
+They let a spiking block sit in the middle of an ``nn.Sequential``::
+
+    nn.Sequential(nn.Linear(64, 8), nn.Sigmoid(),
+                  RateEncoder(num_steps=20, seed=0),      # [B, 8] -> [T, B, 8] spikes
+                  nn.Linear(8, 8), LIF(beta=0.9),         # Linear broadcasts over T
+                  RateDecoder(),                          # [T, B, 8] -> [B, 8] rates
+                  QuantumLayer(...))
+
+Spiking tensors are time-major ``[T, B, ...]``. Random encoders take a seed and draw from
+their own generator, so a model gives the same spikes for the same seed and call order.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..errors import ConfigError, ShapeError, invalid
+from ..module import HybridModule
+from .neurons import check_time_major
+
+
+def _positive_int(argument: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise invalid(argument, value, "a positive int")
+    return value
+
+
+def _finite_number(argument: str, value: Any, *, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise invalid(argument, value, "a finite number" + (" > 0" if positive else ""))
+    if positive and value <= 0:
+        raise invalid(argument, value, "a finite number > 0")
+    return float(value)
+
+
+def _check_static(x: Any, argument: str = "x") -> torch.Tensor:
+    """A non-time-major input ``[B, ...]`` with finite floating values."""
+    if not torch.is_tensor(x):
+        raise invalid(argument, type(x).__name__, "a torch.Tensor of shape [B, ...]", ShapeError)
+    if x.ndim < 1 or x.numel() == 0:
+        raise invalid(f"{argument}.shape", tuple(x.shape), "[B, ...] with at least one element", ShapeError)
+    x = x if x.is_floating_point() else x.to(torch.get_default_dtype())
+    if not torch.isfinite(x).all():
+        raise invalid(argument, "a tensor containing NaN or inf", "finite values")
+    return x
+
+
+class _Encoder(HybridModule):
+    domain = "spiking"
+    default_backend = "torch"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.set_backend(self.default_backend)
+
+
+class _StraightThroughRate(torch.autograd.Function):
+    """Bernoulli spikes whose gradient is the straight-through estimate d spikes_t / d p = 1."""
+
+    @staticmethod
+    def forward(ctx: Any, probabilities: torch.Tensor, num_steps: int, generator: torch.Generator) -> torch.Tensor:
+        expanded = probabilities.unsqueeze(0).expand(num_steps, *probabilities.shape)
+        return torch.bernoulli(expanded, generator=generator)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+        return grad.sum(0), None, None
+
+
+class RateEncoder(_Encoder):
+    """Rate (Bernoulli/Poisson) coding: ``[B, ...]`` values -> ``[T, B, ...]`` spikes.
+
+    At each of ``num_steps`` steps a neuron spikes with probability ``p = gain * x``, which
+    must lie in [0, 1] (``clamp=True`` clips instead of raising). Seeded: ``seed`` starts the
+    encoder's own generator; ``reseed()`` restarts it. Gradients pass straight through
+    (d spike / d x = gain per step), so layers before the encoder still train.
+    """
+
+    def __init__(self, num_steps: int, *, gain: float = 1.0, seed: int = 0, clamp: bool = False) -> None:
+        super().__init__()
+        self.num_steps = _positive_int("num_steps", num_steps)
+        self.gain = _finite_number("gain", gain, positive=True)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise invalid("seed", seed, "an int")
+        self.seed = seed
+        self.clamp = bool(clamp)
+        self._generators: dict[str, torch.Generator] = {}
+
+    def reseed(self, seed: int | None = None) -> None:
+        """Restart the random stream (from ``seed``, or the constructor's seed)."""
+        if seed is not None:
+            self.seed = seed
+        self._generators.clear()
+
+    def _generator(self, device: torch.device) -> torch.Generator:
+        key = str(device)
+        if key not in self._generators:
+            self._generators[key] = torch.Generator(device=device).manual_seed(self.seed)
+        return self._generators[key]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = _check_static(x)
+        probabilities = x * self.gain
+        if self.clamp:
+            probabilities = probabilities.clamp(0, 1)
+        else:
+            low, high = float(probabilities.min()), float(probabilities.max())
+            if low < 0 or high > 1:
+                raise invalid(
+                    "x",
+                    f"values with gain * x in [{low:.4g}, {high:.4g}]",
+                    "gain * x in [0, 1] (a spike probability per step); put nn.Sigmoid() before the "
+                    "encoder or pass clamp=True",
+                )
+        return _StraightThroughRate.apply(probabilities, self.num_steps, self._generator(x.device))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state["_generators"] = {}
+        return state
+
+    def extra_repr(self) -> str:
+        return f"num_steps={self.num_steps}, gain={self.gain:g}, seed={self.seed}"
+
+
+class RepeatEncoder(_Encoder):
+    """Direct (current) coding: ``[B, ...]`` -> ``[T, B, ...]``, the same value at every step.
+
+    Differentiable; the first spiking layer turns the constant current into spikes.
+    """
+
+    def __init__(self, num_steps: int) -> None:
+        super().__init__()
+        self.num_steps = _positive_int("num_steps", num_steps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = _check_static(x)
+        return x.unsqueeze(0).expand(self.num_steps, *x.shape)
+
+    def extra_repr(self) -> str:
+        return f"num_steps={self.num_steps}"
+
+
+class LatencyEncoder(_Encoder):
+    """Latency (time-to-first-spike) coding: each value in [0, 1] spikes once; larger is earlier.
+
+    ``method="linear"``: spike at step ``round((1 - x) * (T - 1))``.
+    ``method="log"`` (RC charging, as snnTorch's ``latency``): step ``tau * ln(x / (x - threshold))``,
+    dropped when it falls after the last step. Values ``<= threshold`` never spike.
+    The output carries no gradient (the spike time is not differentiable).
+    """
+
+    METHODS = ("linear", "log")
+
+    def __init__(self, num_steps: int, *, method: str = "linear", tau: float = 5.0, threshold: float = 0.01) -> None:
+        super().__init__()
+        self.num_steps = _positive_int("num_steps", num_steps)
+        if method not in self.METHODS:
+            raise invalid("method", method, f"one of {self.METHODS}")
+        self.method = method
+        self.tau = _finite_number("tau", tau, positive=True)
+        self.threshold = _finite_number("threshold", threshold)
+        if not 0 <= self.threshold < 1:
+            raise invalid("threshold", threshold, "a number in [0, 1)")
+
+    def spike_steps(self, x: torch.Tensor) -> torch.Tensor:
+        """The step at which each value spikes (``num_steps`` where it never does), int64 ``[B, ...]``."""
+        x = _check_static(x).detach()
+        if float(x.min()) < 0 or float(x.max()) > 1:
+            raise invalid("x", f"values in [{float(x.min()):.4g}, {float(x.max()):.4g}]", "values in [0, 1]")
+        fires = x > self.threshold
+        if self.method == "linear":
+            steps = torch.round((1 - x) * (self.num_steps - 1))
+        else:
+            safe = torch.where(fires, x, torch.ones_like(x))
+            steps = torch.round(self.tau * torch.log(safe / (safe - self.threshold)))
+        steps = torch.where(fires & (steps < self.num_steps), steps, torch.full_like(steps, self.num_steps))
+        return steps.to(torch.int64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        steps = self.spike_steps(x)
+        out = torch.zeros(self.num_steps + 1, *steps.shape, dtype=_check_static(x).dtype, device=x.device)
+        out.scatter_(0, steps.unsqueeze(0), 1.0)
+        return out[: self.num_steps]
+
+    def extra_repr(self) -> str:
+        return f"num_steps={self.num_steps}, method={self.method!r}, threshold={self.threshold:g}"
+
+
+class DeltaEncoder(_Encoder):
+    """Delta (change) coding of a time-major signal ``[T, B, ...]``.
+
+    Emits +1 where ``x[t] - x[t-1] >= threshold`` and, with ``off_spikes=True``, -1 where it is
+    ``<= -threshold``. The first step is compared with ``x[0]`` itself (no spike) unless
+    ``from_zero=True``, which compares it with zero. No gradient.
+    """
+
+    def __init__(self, threshold: float = 0.1, *, off_spikes: bool = True, from_zero: bool = False) -> None:
+        super().__init__()
+        self.threshold = _finite_number("threshold", threshold, positive=True)
+        self.off_spikes = bool(off_spikes)
+        self.from_zero = bool(from_zero)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = check_time_major(x).detach()
+        if not torch.isfinite(x).all():
+            raise invalid("x", "a tensor containing NaN or inf", "finite values")
+        previous = torch.cat([torch.zeros_like(x[:1]) if self.from_zero else x[:1], x[:-1]])
+        change = x - previous
+        spikes = (change >= self.threshold).to(x.dtype)
+        if self.off_spikes:
+            spikes = spikes - (change <= -self.threshold).to(x.dtype)
+        return spikes
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold:g}, off_spikes={self.off_spikes}"
+
+
+class _Decoder(_Encoder):
+    def _time_major(self, x: Any) -> torch.Tensor:
+        if isinstance(x, tuple):
+            raise invalid(
+                "x",
+                "a tuple",
+                "one tensor [T, B, ...]; a spiking layer with output='both' returns (spikes, mem): "
+                "use output='spikes' or output='membrane' before a decoder",
+                ShapeError,
+            )
+        return check_time_major(x)
+
+
+class SpikeCountDecoder(_Decoder):
+    """``[T, B, ...]`` spikes -> ``[B, ...]`` spike counts (sum over time). Differentiable."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self._time_major(x).sum(0)
+
+
+class RateDecoder(_Decoder):
+    """``[T, B, ...]`` spikes -> ``[B, ...]`` firing rates in spikes per step (mean over time)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self._time_major(x).mean(0)
+
+
+class MembraneDecoder(_Decoder):
+    """``[T, B, ...]`` membrane traces -> ``[B, ...]``: ``"max"`` (default), ``"mean"`` or ``"last"`` over time.
+
+    Use after a spiking layer built with ``output="membrane"`` (a common read-out for classifiers).
+    """
+
+    REDUCTIONS = ("max", "mean", "last")
+
+    def __init__(self, reduction: str = "max") -> None:
+        super().__init__()
+        if reduction not in self.REDUCTIONS:
+            raise invalid("reduction", reduction, f"one of {self.REDUCTIONS}")
+        self.reduction = reduction
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self._time_major(x)
+        if self.reduction == "max":
+            return x.max(0).values
+        if self.reduction == "mean":
+            return x.mean(0)
+        return x[-1]
+
+    def extra_repr(self) -> str:
+        return f"reduction={self.reduction!r}"
+
+
+class TimeDistributed(nn.Module):
+    """Apply a per-sample module to every time step of ``[T, B, ...]`` in one call.
+
+    ``TimeDistributed(nn.Conv2d(2, 8, 3))`` folds T into the batch (``[T*B, ...]``), runs the
+    module once and unfolds the result, so layers that only take ``[B, ...]`` work on spike
+    trains. (``nn.Linear`` already broadcasts over leading dimensions and needs no wrapper.)
+    """
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        if not isinstance(module, nn.Module):
+            raise invalid("module", type(module).__name__, "a torch.nn.Module")
+        self.module = module
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = check_time_major(x)
+        steps, batch = x.shape[:2]
+        out = self.module(x.reshape(steps * batch, *x.shape[2:]))
+        if not torch.is_tensor(out) or out.ndim < 1 or out.shape[0] != steps * batch:
+            raise ConfigError(
+                f"module={type(self.module).__name__} returned {type(out).__name__} "
+                f"{tuple(out.shape) if torch.is_tensor(out) else ''}; accepted: a tensor with leading size T*B"
+            )
+        return out.reshape(steps, batch, *out.shape[1:])

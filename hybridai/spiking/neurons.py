@@ -1,0 +1,294 @@
+"""LIF and CUBA spiking layers on time-major ``[T, B, ...]`` tensors.
+
+Both run all T steps in one fused autograd node (``fused.py``) and reproduce snnTorch's
+``Leaky`` and ``Synaptic`` (same parameters, ``reset_delay=True``): spikes bit for bit,
+gradients to rounding. One time step lasts ``dt`` seconds; ``dt`` only matters when the
+layer is exported (NIR) or deployed, where decays become time constants
+``tau = dt / (1 - beta)``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..errors import ConfigError, ShapeError, invalid
+from ..module import HybridModule
+from .fused import CUBAFunction, LIFFunction
+from .surrogate import Surrogate, make_surrogate
+
+RESETS = ("subtract", "zero")
+OUTPUTS = ("spikes", "membrane", "both")
+
+
+def _parameter_tensor(argument: str, value: Any, low: float | None = None, high: float | None = None) -> torch.Tensor:
+    """A float32 tensor (scalar or per neuron) checked to be finite and inside [low, high]."""
+    if isinstance(value, bool) or not (isinstance(value, int | float) or torch.is_tensor(value)):
+        raise invalid(argument, value, "a number or a tensor of per-neuron values")
+    tensor = torch.as_tensor(value).detach().clone()
+    tensor = tensor.to(torch.get_default_dtype()) if not tensor.is_floating_point() else tensor
+    bounds = f" in [{low}, {high}]" if low is not None and high is not None else ""
+    if tensor.numel() == 0 or not torch.isfinite(tensor).all():
+        raise invalid(argument, value, f"finite values{bounds}")
+    if (low is not None and (tensor < low).any()) or (high is not None and (tensor > high).any()):
+        shown = tensor.item() if tensor.numel() == 1 else f"tensor with range [{tensor.min():.4g}, {tensor.max():.4g}]"
+        raise invalid(argument, shown, f"values{bounds}")
+    return tensor
+
+
+def _check_choice(argument: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise invalid(argument, value, f"one of {choices}")
+    return value
+
+
+def _check_dt(dt: Any) -> float:
+    if isinstance(dt, bool) or not isinstance(dt, int | float) or not math.isfinite(dt) or dt <= 0:
+        raise invalid("dt", dt, "a positive number of seconds per time step, e.g. 1e-3")
+    return float(dt)
+
+
+def check_time_major(x: Any, argument: str = "x") -> torch.Tensor:
+    """Validate a time-major spiking tensor ``[T, B, ...]`` (T >= 1, B >= 1, floating)."""
+    if not torch.is_tensor(x):
+        raise invalid(argument, type(x).__name__, "a torch.Tensor of shape [T, B, ...] (time-major)", ShapeError)
+    if x.ndim < 3:
+        raise invalid(
+            f"{argument}.shape",
+            tuple(x.shape),
+            "a time-major tensor [T, B, features...] with at least 3 dimensions; "
+            "turn [B, F] inputs into [T, B, F] with hybridai.RepeatEncoder or hybridai.RateEncoder",
+            ShapeError,
+        )
+    if x.shape[0] == 0:
+        raise invalid(f"{argument}.shape", tuple(x.shape), "at least one time step (T >= 1 in [T, B, ...])", ShapeError)
+    if x.shape[1] == 0 or any(d == 0 for d in x.shape[2:]):
+        raise invalid(f"{argument}.shape", tuple(x.shape), "at least one sample and one neuron", ShapeError)
+    if not x.is_floating_point():
+        raise invalid(f"{argument}.dtype", x.dtype, "a floating dtype (float32, float64, ...)", ShapeError)
+    return x
+
+
+def _first_non_finite_step(x: torch.Tensor) -> int | None:
+    bad = (~torch.isfinite(x)).flatten(1).any(1).nonzero()
+    return int(bad[0]) if len(bad) else None
+
+
+class _SpikingLayer(HybridModule):
+    """What LIF and CUBA share: threshold, reset, surrogate, output choice, carried state."""
+
+    domain = "spiking"
+    default_backend = "torch"
+
+    def __init__(
+        self,
+        *,
+        threshold: float | torch.Tensor,
+        reset: str,
+        surrogate: str | Surrogate,
+        learn_threshold: bool,
+        output: str,
+        stateful: bool,
+        dt: float,
+        backend: str | None,
+    ) -> None:
+        super().__init__()
+        self.reset = _check_choice("reset", reset, RESETS)
+        self.output = _check_choice("output", output, OUTPUTS)
+        self.surrogate = make_surrogate(surrogate)
+        self.stateful = bool(stateful)
+        self.dt = _check_dt(dt)
+        self._register("threshold", _parameter_tensor("threshold", threshold), learn_threshold)
+        self.state: Any = None
+        self.n_neurons: int | None = None
+        self.set_backend(backend or self.default_backend)
+
+    def _register(self, name: str, tensor: torch.Tensor, learn: bool) -> None:
+        if learn:
+            self.register_parameter(name, nn.Parameter(tensor))
+        else:
+            self.register_buffer(name, tensor)
+
+    def reset_state(self) -> None:
+        """Forget the carried state: the next call starts from zero."""
+        self.state = None
+
+    def _check_parameters(self, x: torch.Tensor, names: tuple[str, ...]) -> list[torch.Tensor]:
+        features = tuple(x.shape[2:])
+        tensors = []
+        for name in names:
+            tensor = getattr(self, name)
+            try:
+                shape = torch.broadcast_shapes(tensor.shape, features)
+            except RuntimeError:
+                shape = None
+            if shape != features:
+                raise ShapeError(
+                    f"{name} has shape {tuple(tensor.shape)} but the input x has shape {tuple(x.shape)}; "
+                    f"accepted: a {name} that broadcasts to the neuron shape {features} (a scalar or per neuron)"
+                )
+            if not torch.isfinite(tensor).all():
+                raise invalid(name, tensor.detach().cpu().tolist(), "finite values")
+            tensors.append(tensor.to(x.dtype))
+        return tensors
+
+    def _initial(self, x: torch.Tensor, given: Any, n_states: int) -> list[torch.Tensor]:
+        """The initial state(s), each ``[B, ...]``: given, carried, or zeros."""
+        shape = tuple(x.shape[1:])
+        accepted = "a tensor of shape [B, ...] = " if n_states == 1 else "a tuple (syn, mem) of tensors of shape "
+        source = "state"
+        if given is None and self.stateful and self.state is not None:
+            given, source = self.state, "the carried state (call reset_state() to start afresh)"
+        if given is None:
+            return [torch.zeros(shape, dtype=x.dtype, device=x.device) for _ in range(n_states)]
+        parts = (given,) if n_states == 1 else given
+        if not isinstance(parts, tuple | list) or len(parts) != n_states or not all(torch.is_tensor(p) for p in parts):
+            raise invalid(source, type(given).__name__, f"{accepted}{shape}", ShapeError)
+        for part in parts:
+            if tuple(part.shape) != shape:
+                raise invalid(
+                    f"{source} shape",
+                    tuple(part.shape),
+                    f"{accepted}{shape} for x of shape {tuple(x.shape)}",
+                    ShapeError,
+                )
+        return [p.to(x.dtype) for p in parts]
+
+    def _finish(self, x: torch.Tensor, spikes: torch.Tensor, mem: torch.Tensor, final_state: Any) -> Any:
+        if not torch.isfinite(mem[-1]).all():  # a NaN or inf anywhere in x persists to the last step
+            step = _first_non_finite_step(x)
+            where = f" at time step {step}" if step is not None else " (in the carried or given state)"
+            raise ConfigError(f"x contains NaN or inf{where}; accepted: finite values")
+        self.n_neurons = math.prod(x.shape[2:])
+        if self.stateful:
+            self.state = final_state
+        if self.output == "spikes":
+            return spikes
+        if self.output == "membrane":
+            return mem
+        return spikes, mem
+
+    def size_description(self) -> str:
+        return f"{self.n_neurons:,} neurons" if self.n_neurons else ""
+
+    def extra_repr(self) -> str:
+        def show(name: str) -> str:
+            tensor = getattr(self, name)
+            value = f"{tensor.item():.4g}" if tensor.numel() == 1 else f"<{tuple(tensor.shape)}>"
+            return f"{name}={value}{' (learnt)' if isinstance(tensor, nn.Parameter) else ''}"
+
+        names = [n for n in ("alpha", "beta", "threshold") if hasattr(self, n)]
+        extras = ", stateful=True" if self.stateful else ""
+        return (
+            f"{', '.join(show(n) for n in names)}, reset={self.reset!r}, surrogate={self.surrogate!r}, "
+            f"output={self.output!r}, dt={self.dt:g}{extras}, backend={self.backend!r}"
+        )
+
+
+class LIF(_SpikingLayer):
+    """Leaky integrate-and-fire neurons (snnTorch's ``Leaky``), all T steps fused.
+
+    ``U_t = beta * U_{t-1} + x_t - threshold * S_{t-1}`` (reset by subtraction) or
+    ``U_t = beta * (1 - S_{t-1}) * U_{t-1} + x_t`` (reset to zero); ``S_t = U_t > threshold``.
+
+    Args:
+        beta: membrane decay per step in [0, 1] (scalar or per neuron); clamped to [0, 1]
+            when learnt, as snnTorch does.
+        threshold: firing threshold (membrane units; scalar or per neuron).
+        reset: ``"subtract"`` or ``"zero"``.
+        surrogate: ``"atan"`` (default, alpha=2), ``"fast_sigmoid"`` (slope=25),
+            or an instance from ``hybridai.spiking.surrogate`` with other constants.
+        learn_beta, learn_threshold: make them trainable parameters.
+        output: ``"spikes"`` (default), ``"membrane"`` (the trace ``U``), or ``"both"`` (a tuple).
+        stateful: carry the final membrane (detached) into the next call; ``reset_state()`` clears it.
+        dt: seconds per time step (used by NIR export and deployment).
+        backend: spiking backend name, default ``"torch"``.
+
+    Input ``[T, B, ...]``; output the same shape. ``forward(x, state=mem0)`` starts from a given
+    membrane ``[B, ...]`` (gradients flow into it).
+    """
+
+    def __init__(
+        self,
+        beta: float | torch.Tensor = 0.9,
+        *,
+        threshold: float | torch.Tensor = 1.0,
+        reset: str = "subtract",
+        surrogate: str | Surrogate = "atan",
+        learn_beta: bool = False,
+        learn_threshold: bool = False,
+        output: str = "spikes",
+        stateful: bool = False,
+        dt: float = 1e-3,
+        backend: str | None = None,
+    ) -> None:
+        super().__init__(
+            threshold=threshold,
+            reset=reset,
+            surrogate=surrogate,
+            learn_threshold=learn_threshold,
+            output=output,
+            stateful=stateful,
+            dt=dt,
+            backend=backend,
+        )
+        self._register("beta", _parameter_tensor("beta", beta, 0.0, 1.0), learn_beta)
+
+    def forward(self, x: torch.Tensor, state: torch.Tensor | None = None) -> Any:
+        x = check_time_major(x)
+        beta, threshold = self._check_parameters(x, ("beta", "threshold"))
+        (mem0,) = self._initial(x, state, 1)
+        spikes, mem = LIFFunction.apply(x, beta.clamp(0, 1), threshold, mem0, self.reset == "zero", self.surrogate)
+        return self._finish(x, spikes, mem, mem[-1].detach().clone() if self.stateful else None)
+
+
+class CUBA(_SpikingLayer):
+    """Current-based synapse + LIF neurons (snnTorch's ``Synaptic``), all T steps fused.
+
+    ``I_t = alpha * I_{t-1} + x_t``; ``U_t = beta * U_{t-1} + I_t - threshold * S_{t-1}``
+    (subtract) or ``U_t = (1 - S_{t-1}) * (beta * U_{t-1} + I_t)`` (zero, snnTorch's rule);
+    ``S_t = U_t > threshold``. Arguments as for ``LIF`` plus ``alpha`` (synaptic decay per
+    step in [0, 1]) and ``learn_alpha``. The state is the tuple ``(syn, mem)``.
+    """
+
+    def __init__(
+        self,
+        alpha: float | torch.Tensor = 0.8,
+        beta: float | torch.Tensor = 0.9,
+        *,
+        threshold: float | torch.Tensor = 1.0,
+        reset: str = "subtract",
+        surrogate: str | Surrogate = "atan",
+        learn_alpha: bool = False,
+        learn_beta: bool = False,
+        learn_threshold: bool = False,
+        output: str = "spikes",
+        stateful: bool = False,
+        dt: float = 1e-3,
+        backend: str | None = None,
+    ) -> None:
+        super().__init__(
+            threshold=threshold,
+            reset=reset,
+            surrogate=surrogate,
+            learn_threshold=learn_threshold,
+            output=output,
+            stateful=stateful,
+            dt=dt,
+            backend=backend,
+        )
+        self._register("alpha", _parameter_tensor("alpha", alpha, 0.0, 1.0), learn_alpha)
+        self._register("beta", _parameter_tensor("beta", beta, 0.0, 1.0), learn_beta)
+
+    def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None = None) -> Any:
+        x = check_time_major(x)
+        alpha, beta, threshold = self._check_parameters(x, ("alpha", "beta", "threshold"))
+        syn0, mem0 = self._initial(x, state, 2)
+        spikes, mem, syn_last = CUBAFunction.apply(
+            x, alpha.clamp(0, 1), beta.clamp(0, 1), threshold, syn0, mem0, self.reset == "zero", self.surrogate
+        )
+        final = (syn_last.detach().clone(), mem[-1].detach().clone()) if self.stateful else None
+        return self._finish(x, spikes, mem, final)

@@ -1,0 +1,95 @@
+"""Surrogate gradients of the spike function, with snnTorch's exact definitions.
+
+The forward pass of a spike is always the Heaviside step ``S = 1 if U - threshold > 0``;
+a surrogate only replaces dS/dU in the backward pass. Each class computes
+``grad * dS/dU`` with the same floating-point operations, in the same order, as
+``snntorch.surrogate`` so that gradients agree with snnTorch to rounding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..errors import invalid
+
+
+class Surrogate:
+    """Base class: ``scaled_derivative(shifted, grad)`` returns ``grad * dS/dU``.
+
+    ``shifted`` is ``U - threshold`` and may be overwritten (it is a scratch buffer).
+    """
+
+    name = ""
+
+    def scaled_derivative(self, shifted: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def parameters_dict(self) -> dict[str, float]:
+        """The surrogate's hyper-parameters by name (for reprs and NIR metadata)."""
+        return {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.parameters_dict().items())
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.parameters_dict() == other.parameters_dict()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, tuple(self.parameters_dict().items())))
+
+
+def _positive(argument: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise invalid(argument, value, "a positive finite number")
+    return float(value)
+
+
+class ATan(Surrogate):
+    """Arc-tangent surrogate (snnTorch ``surrogate.atan``): dS/dU = (alpha/2) / (1 + (pi/2 alpha U)^2)."""
+
+    name = "atan"
+
+    def __init__(self, alpha: float = 2.0) -> None:
+        self.alpha = _positive("alpha", alpha)
+
+    def scaled_derivative(self, shifted: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        shifted.mul_(math.pi / 2 * self.alpha).square_().add_(1).reciprocal_().mul_(self.alpha / 2)
+        return shifted.mul_(grad)
+
+    def parameters_dict(self) -> dict[str, float]:
+        return {"alpha": self.alpha}
+
+
+class FastSigmoid(Surrogate):
+    """Fast-sigmoid surrogate (snnTorch ``surrogate.fast_sigmoid``): dS/dU = 1 / (slope |U| + 1)^2."""
+
+    name = "fast_sigmoid"
+
+    def __init__(self, slope: float = 25.0) -> None:
+        self.slope = _positive("slope", slope)
+
+    def scaled_derivative(self, shifted: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        shifted.abs_().mul_(self.slope).add_(1.0).square_()
+        return torch.div(grad, shifted, out=shifted) if grad.shape == shifted.shape else grad / shifted
+
+    def parameters_dict(self) -> dict[str, float]:
+        return {"slope": self.slope}
+
+
+SURROGATES: dict[str, type[Surrogate]] = {"atan": ATan, "fast_sigmoid": FastSigmoid}
+
+
+def make_surrogate(spec: str | Surrogate) -> Surrogate:
+    """A surrogate from a name (``"atan"``, ``"fast_sigmoid"``) or an instance."""
+    if isinstance(spec, Surrogate):
+        return spec
+    if isinstance(spec, str) and spec in SURROGATES:
+        return SURROGATES[spec]()
+    raise invalid(
+        "surrogate",
+        spec,
+        f"one of {sorted(SURROGATES)} or an instance such as hybridai.spiking.surrogate.ATan(alpha=2.0)",
+    )
