@@ -110,7 +110,7 @@ class RateEncoder(_Encoder):
         if self.clamp:
             probabilities = probabilities.clamp(0, 1)
         else:
-            low, high = float(probabilities.min()), float(probabilities.max())
+            low, high = float(probabilities.detach().min()), float(probabilities.detach().max())
             if low < 0 or high > 1:
                 raise invalid(
                     "x",
@@ -151,7 +151,7 @@ class LatencyEncoder(_Encoder):
     """Latency (time-to-first-spike) coding: each value in [0, 1] spikes once; larger is earlier.
 
     ``method="linear"``: spike at step ``round((1 - x) * (T - 1))``.
-    ``method="log"`` (RC charging, as snnTorch's ``latency``): step ``tau * ln(x / (x - threshold))``,
+    ``method="log"`` (an RC circuit charging to ``threshold``): step ``round(tau * ln(x / (x - threshold)))``,
     dropped when it falls after the last step. Values ``<= threshold`` never spike.
     The output carries no gradient (the spike time is not differentiable).
     """
