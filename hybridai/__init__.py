@@ -14,7 +14,7 @@ from .errors import (
     ShapeError,
 )
 from .module import HybridModule, place, summary
-from .quantum import QuantumLayer
+from .quantum import QuantumKernel, QuantumLayer, psd_repair, target_alignment
 from .spiking import (
     CUBA,
     LIF,
@@ -30,6 +30,16 @@ from .spiking import (
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    """scikit-learn estimators (QSVC, QSVR, QuantumKernelRidge) are imported on first use."""
+    if name in ("QSVC", "QSVR", "QuantumKernelRidge"):
+        from .quantum import estimators
+
+        return getattr(estimators, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "BackendNotFoundError",
     "BackendUnavailableError",
@@ -42,6 +52,10 @@ __all__ = [
     "LatencyEncoder",
     "MembraneDecoder",
     "MissingExtraError",
+    "QSVC",
+    "QSVR",
+    "QuantumKernel",
+    "QuantumKernelRidge",
     "QuantumLayer",
     "RateDecoder",
     "RateEncoder",
@@ -53,6 +67,8 @@ __all__ = [
     "backends",
     "events",
     "place",
+    "psd_repair",
     "spiking",
     "summary",
+    "target_alignment",
 ]

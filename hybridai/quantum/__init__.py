@@ -1,5 +1,26 @@
 """Quantum layers and kernels."""
 
+from .kernel import IQPFeatureMap, QuantumKernel, psd_repair, target_alignment
 from .layer import QuantumLayer
 
-__all__ = ["QuantumLayer"]
+_ESTIMATORS = ("QSVC", "QSVR", "QuantumKernelRidge")  # scikit-learn classes: imported on first use
+
+
+def __getattr__(name: str):
+    if name in _ESTIMATORS:
+        from . import estimators
+
+        return getattr(estimators, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "IQPFeatureMap",
+    "QSVC",
+    "QSVR",
+    "QuantumKernel",
+    "QuantumKernelRidge",
+    "QuantumLayer",
+    "psd_repair",
+    "target_alignment",
+]

@@ -1,0 +1,505 @@
+"""QuantumKernel: a kernel k(x, y) from a PennyLane feature map, as a torch module.
+
+``feature_map(x, **params)`` is a PennyLane quantum function that prepares |phi(x)> from
+|0...0> (measurements it returns are ignored). Two kernels:
+
+- ``kind="fidelity"``: k(x, y) = |<phi(x)|phi(y)>|^2.
+- ``kind="projected"``: k(x, y) = exp(-gamma * sum_q ||rho_q(x) - rho_q(y)||_F^2), with rho_q the
+  one-qubit reduced density matrix of qubit q (Huang et al., Nat. Commun. 12, 2631 (2021)).
+
+Two ways to compute them, chosen from the backend's capabilities (``method="auto"``):
+
+- ``"statevector"`` (exact backends, no shots): ONE broadcast tape ending in ``qml.state()`` for
+  all samples, executed by the layer's backend; then the Gram matrix is one complex matrix product
+  |S_x S_y^H|^2 (in row blocks with a progress bar when it is large). Cost: N + M circuits.
+- ``"compute-uncompute"`` (shots, noise, hardware): U(x) then U(y)^dagger, the probability of
+  |0...0> estimates the fidelity; a square matrix measures only its N(N-1)/2 distinct pairs (the
+  diagonal is 1). All pairs are broadcast tapes sent in ONE backend call. The projected kernel
+  measures <X_q>, <Y_q>, <Z_q> instead.
+
+Everything stays a torch graph: ``matrix`` is differentiable in the inputs and in the feature
+map's trainable parameters (on backends that differentiate what is measured).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..errors import ConfigError, HybridAIError, ShapeError, invalid
+from ..module import HybridModule
+
+KINDS = ("fidelity", "projected")
+METHODS = ("auto", "statevector", "compute-uncompute")
+DEFAULT_MAX_QUBITS = 8
+
+Init = Callable[[torch.Tensor], Any]
+
+
+def _positive_int(argument: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise invalid(argument, value, "a positive int")
+    return value
+
+
+def _uniform_angles(tensor: torch.Tensor) -> torch.Tensor:
+    return nn.init.uniform_(tensor, 0.0, 2 * math.pi)
+
+
+class IQPFeatureMap:
+    """PennyLane's IQP (ZZ-type) embedding, re-uploaded: the estimators' default feature map.
+
+    F features on ``n_qubits`` wires: features ``0..n-1`` go into one ``qml.IQPEmbedding``, the
+    next ``n`` into a second one on the same wires, and so on (a last short chunk uses the
+    first wires). Angles are the features themselves (radians).
+    """
+
+    def __init__(self, n_qubits: int) -> None:
+        self.n_qubits = _positive_int("n_qubits", n_qubits)
+
+    def __call__(self, x: torch.Tensor) -> None:
+        import pennylane as qml
+
+        for start in range(0, x.shape[-1], self.n_qubits):
+            chunk = x[..., start : start + self.n_qubits]
+            if chunk.shape[-1] == 1:
+                qml.Hadamard(0)
+                qml.RZ(chunk[..., 0], wires=0)
+            else:
+                qml.IQPEmbedding(chunk, wires=range(chunk.shape[-1]))
+
+    def __repr__(self) -> str:
+        return f"IQPFeatureMap(n_qubits={self.n_qubits})"
+
+
+def as_samples(argument: str, value: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Check and convert ``value`` to a real floating tensor of shape ``[N, F]`` with N, F >= 1."""
+    if not torch.is_tensor(value):
+        try:
+            value = torch.as_tensor(value)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise invalid(
+                argument, type(value).__name__, "a torch.Tensor or array of shape [N, F]", ShapeError
+            ) from exc
+    if value.is_complex() or value.dtype == torch.bool:
+        raise invalid(f"{argument}.dtype", value.dtype, "a real floating or integer dtype", ShapeError)
+    if value.ndim != 2:
+        raise invalid(
+            f"{argument}.shape",
+            tuple(value.shape),
+            "[N, F] (one row per sample; reshape(-1, 1) for one feature)",
+            ShapeError,
+        )
+    if value.shape[0] == 0 or value.shape[1] == 0:
+        raise invalid(
+            f"{argument}.shape", tuple(value.shape), "[N, F] with at least one sample and one feature", ShapeError
+        )
+    if not value.is_floating_point():
+        value = value.to(dtype or torch.get_default_dtype())
+    elif dtype is not None:
+        value = value.to(dtype)
+    bad = ~torch.isfinite(value.detach())
+    if bad.any():
+        row, col = (int(i) for i in bad.nonzero()[0])
+        raise invalid(argument, f"a tensor with {value[row, col].item()} at [{row}, {col}]", "finite values only")
+    return value
+
+
+class QuantumKernel(HybridModule):
+    """A quantum kernel from a PennyLane feature map; see the module docstring.
+
+    Args:
+        feature_map: PennyLane quantum function ``feature_map(x, **params)`` preparing |phi(x)>;
+            ``x`` is a batch ``[N, F]``, index features as ``x[..., i]`` so batches broadcast.
+        n_qubits: number of wires, labelled ``0 .. n_qubits-1``.
+        weight_shapes: ``{name: shape}`` of trainable parameters passed to ``feature_map``.
+        kind: ``"fidelity"`` or ``"projected"``.
+        gamma: RBF width of the projected kernel (1 / squared Frobenius distance units).
+        backend: quantum backend name (default ``pennylane:default.qubit``).
+        shots: ``None`` (exact) or the shots per circuit; shots imply compute-uncompute.
+        mitigation: error mitigation; ``None`` only (zero-noise extrapolation is not built yet).
+        method: ``"auto"``, ``"statevector"`` or ``"compute-uncompute"`` (see module docstring).
+        diff_method: gradient method, one of the backend's ``capabilities.diff_methods``.
+        init: initialiser of every parameter (or ``{name: initialiser}``); default uniform [0, 2*pi).
+        n_features: expected input width F; checked on every call when given.
+        block_size: rows of the Gram matrix computed per matrix product (memory bound).
+        progress: show a tqdm bar over blocks; ``None`` shows it when there is more than one block.
+        **backend_options: passed to the backend (``seed=...`` for reproducible shots).
+    """
+
+    domain = "quantum"
+    default_backend = "pennylane:default.qubit"
+
+    def __init__(
+        self,
+        feature_map: Callable[..., Any],
+        n_qubits: int,
+        weight_shapes: Mapping[str, int | tuple[int, ...]] | None = None,
+        *,
+        kind: str = "fidelity",
+        gamma: float = 1.0,
+        backend: str | None = None,
+        shots: int | None = None,
+        mitigation: Any = None,
+        method: str = "auto",
+        diff_method: str = "best",
+        init: Init | Mapping[str, Init] | None = None,
+        n_features: int | None = None,
+        block_size: int = 2048,
+        progress: bool | None = None,
+        **backend_options: Any,
+    ) -> None:
+        super().__init__()
+        if not callable(feature_map):
+            raise invalid("feature_map", feature_map, "a PennyLane quantum function feature_map(x, **params)")
+        if kind not in KINDS:
+            raise invalid("kind", kind, f"one of {KINDS}")
+        if method not in METHODS:
+            raise invalid("method", method, f"one of {METHODS}")
+        if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not math.isfinite(gamma) or gamma <= 0:
+            raise invalid("gamma", gamma, "a positive finite float")
+        if mitigation is not None:
+            raise ConfigError(
+                f"mitigation={mitigation!r} is not available yet: error mitigation arrives with the "
+                "zero-noise extrapolation (ZNE) feature; accepted now: None"
+            )
+        if progress is not None and not isinstance(progress, bool):
+            raise invalid("progress", progress, "None, True or False")
+        self.feature_map = feature_map
+        self.n_qubits = _positive_int("n_qubits", n_qubits)
+        self.kind = kind
+        self.gamma = float(gamma)
+        self.shots = None if shots is None else _positive_int("shots", shots)
+        self.mitigation = None
+        self.n_features = None if n_features is None else _positive_int("n_features", n_features)
+        self.block_size = _positive_int("block_size", block_size)
+        self.progress = progress
+        self.weight_shapes = self._check_weight_shapes(feature_map, weight_shapes or {})
+        for name, shape in self.weight_shapes.items():
+            param = nn.Parameter(torch.empty(shape))
+            initialiser = (init.get(name, _uniform_angles) if isinstance(init, Mapping) else init) or _uniform_angles
+            if not callable(initialiser):
+                raise invalid(f"init[{name!r}]" if isinstance(init, Mapping) else "init", initialiser, "a callable")
+            with torch.no_grad():
+                initialiser(param)
+            self.register_parameter(name, param)
+        self.set_backend(backend or self.default_backend, **backend_options)
+        caps = self.resolved_backend.capabilities
+        if diff_method not in caps.diff_methods:
+            raise invalid("diff_method", diff_method, f"one of {caps.diff_methods} on backend {self.backend!r}")
+        if caps.max_qubits is not None and self.n_qubits > caps.max_qubits:
+            raise invalid("n_qubits", n_qubits, f"at most {caps.max_qubits} on backend {self.backend!r}")
+        self.diff_method = diff_method
+        self._method = method
+        self.method  # noqa: B018  (validates method against the backend now, not at the first call)
+
+    # ----------------------------------------------------------------- configuration
+
+    def _check_weight_shapes(self, feature_map: Callable[..., Any], weight_shapes: Any) -> dict[str, tuple[int, ...]]:
+        if not isinstance(weight_shapes, Mapping):
+            raise invalid("weight_shapes", weight_shapes, "None or a dict {name: shape} of feature_map's arguments")
+        try:
+            params = inspect.signature(feature_map).parameters
+        except (TypeError, ValueError):
+            params = {}
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        named = [p for p in list(params.values())[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        shapes: dict[str, tuple[int, ...]] = {}
+        for name, shape in weight_shapes.items():
+            if not isinstance(name, str) or not name.isidentifier() or hasattr(self, name):
+                raise invalid("weight_shapes", name, "keys that are identifiers and not torch.nn.Module attributes")
+            if params and not takes_any and name not in {p.name for p in named}:
+                raise ConfigError(
+                    f"weight_shapes has key {name!r} but feature_map takes no argument of that name; "
+                    f"accepted keys: {sorted(p.name for p in named)}"
+                )
+            if isinstance(shape, int) and not isinstance(shape, bool):
+                shape = (shape,)
+            if not isinstance(shape, tuple | list) or any(
+                isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape
+            ):
+                raise invalid(f"weight_shapes[{name!r}]", shape, "a positive int or a tuple of positive ints")
+            shapes[name] = tuple(shape)
+        missing = [p.name for p in named if p.default is p.empty and p.name not in shapes]
+        if missing:
+            raise ConfigError(f"weight_shapes={dict(weight_shapes)!r} lacks the feature_map argument(s) {missing}")
+        return shapes
+
+    @property
+    def wires(self) -> list[int]:
+        """The wires ``0 .. n_qubits-1``."""
+        return list(range(self.n_qubits))
+
+    @property
+    def method(self) -> str:
+        """How the kernel is computed on the current backend: statevector or compute-uncompute."""
+        caps = self.resolved_backend.capabilities
+        exact = self.shots is None and caps.exact and not caps.noise
+        if self._method == "auto":
+            return "statevector" if exact else "compute-uncompute"
+        if self._method == "statevector" and not exact:
+            why = f"shots={self.shots}" if self.shots is not None else f"backend {self.backend!r} is not exact"
+            raise ConfigError(
+                f"method='statevector' needs an exact, noiseless backend and shots=None ({why}); "
+                "accepted: method='auto' or 'compute-uncompute'"
+            )
+        return self._method
+
+    def weight_tensors(self, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+        """The trainable parameters by name, cast to ``dtype`` (autograd flows through the cast)."""
+        return {n: getattr(self, n) if dtype is None else getattr(self, n).to(dtype) for n in self.weight_shapes}
+
+    # ----------------------------------------------------------------- circuits
+
+    def operations(self, x: torch.Tensor) -> list[Any]:
+        """The feature map's PennyLane operations for a batch ``[N, F]`` (broadcast over N)."""
+        import pennylane as qml
+
+        try:
+            tape = qml.tape.make_qscript(self.feature_map)(x, **self.weight_tensors(x.dtype))
+        except HybridAIError:
+            raise
+        except Exception as exc:
+            raise ShapeError(
+                f"feature_map could not build a circuit from x of shape {tuple(x.shape)} and "
+                f"weight_shapes={self.weight_shapes}: {type(exc).__name__}: {exc}; check the feature "
+                f"width and n_qubits={self.n_qubits}"
+            ) from exc
+        bad = [w for w in tape.wires if w not in self.wires]
+        if bad:
+            raise ConfigError(
+                f"feature_map uses wires {bad}; accepted: wires 0..{self.n_qubits - 1} (n_qubits={self.n_qubits})"
+            )
+        return list(tape.operations)
+
+    def _execute(self, tapes: list[Any]) -> list[Any]:
+        return self.resolved_backend.execute(tapes, wires=self.wires, diff_method=self.diff_method)
+
+    @staticmethod
+    def _rows(result: Any, tape: Any, n: int) -> torch.Tensor:
+        """A backend result as ``[n, ...]`` rows, whether the tape was broadcast or not."""
+        result = torch.as_tensor(result)
+        if tape.batch_size is None:
+            return result.unsqueeze(0).expand(n, *result.shape)
+        return result.reshape(n, *result.shape[1:]) if result.ndim > 1 else result.reshape(n)
+
+    def states(self, x: torch.Tensor) -> torch.Tensor:
+        """Statevectors ``[N, 2**n_qubits]`` (complex) of a batch ``[N, F]``: one tape, one backend call."""
+        import pennylane as qml
+
+        x = self._check(x, "X")
+        tape = qml.tape.QuantumScript(self.operations(x), [qml.state()])
+        try:
+            (result,) = self._execute([tape])
+        except HybridAIError:
+            raise
+        except Exception as exc:
+            if not torch.is_grad_enabled() or not any(
+                torch.is_tensor(p) and p.requires_grad for p in tape.get_parameters()
+            ):
+                raise
+            raise ConfigError(
+                f"backend={self.backend!r} with diff_method={self.diff_method!r} cannot differentiate the "
+                f"statevector kernel ({type(exc).__name__}: {exc}); accepted: a backend that differentiates "
+                "qml.state() by backprop (pennylane:default.qubit, statevector), method='compute-uncompute', "
+                "or inputs and parameters that need no gradient (torch.no_grad())"
+            ) from exc
+        states = self._rows(result, tape, x.shape[0])
+        if states.shape != (x.shape[0], 2**self.n_qubits):
+            raise ConfigError(
+                f"backend {self.backend!r} returned states of shape {tuple(states.shape)} for qml.state(); "
+                f"accepted: [{x.shape[0]}, {2**self.n_qubits}] (a pure-state simulator)"
+            )
+        return states.to(device=x.device)
+
+    def bloch_vectors(self, x: torch.Tensor) -> torch.Tensor:
+        """<X_q>, <Y_q>, <Z_q> of every qubit, ``[N, n_qubits, 3]``; the projected kernel's features."""
+        import pennylane as qml
+
+        x = self._check(x, "X")
+        n = x.shape[0]
+        if self.method == "statevector":
+            psi = self.states(x)
+            rows = []
+            for q in range(self.n_qubits):
+                part = psi.reshape(n, 2**q, 2, 2 ** (self.n_qubits - q - 1))
+                rho = torch.einsum("nasb,natb->nst", part, part.conj())  # one-qubit reduced density matrix
+                rows.append(
+                    torch.stack([2 * rho[:, 0, 1].real, -2 * rho[:, 0, 1].imag, (rho[:, 0, 0] - rho[:, 1, 1]).real], -1)
+                )
+            return torch.stack(rows, 1).to(x.dtype)
+        paulis = [qml.PauliX, qml.PauliY, qml.PauliZ]
+        measurements = [qml.expval(p(q)) for q in self.wires for p in paulis]
+        tape = qml.tape.QuantumScript(self.operations(x), measurements, shots=self.shots)
+        (result,) = self._execute([tape])
+        columns = [self._rows(r, tape, n) for r in result]
+        return torch.stack(columns, -1).reshape(n, self.n_qubits, 3).to(dtype=x.dtype, device=x.device)
+
+    # ----------------------------------------------------------------- the kernel
+
+    def _check(self, x: Any, argument: str) -> torch.Tensor:
+        x = as_samples(argument, x)
+        if self.n_features is not None and x.shape[1] != self.n_features:
+            raise invalid(
+                f"{argument}.shape",
+                tuple(x.shape),
+                f"[N, {self.n_features}] (n_features={self.n_features})",
+                ShapeError,
+            )
+        return x
+
+    def _inputs(self, X: Any, Y: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+        X = self._check(X, "X")
+        if Y is None:
+            return X, None
+        Y = self._check(Y, "Y")
+        if Y.shape[1] != X.shape[1]:
+            raise invalid("Y.shape", tuple(Y.shape), f"[M, {X.shape[1]}] (the feature width of X)", ShapeError)
+        dtype = torch.promote_types(X.dtype, Y.dtype)
+        return X.to(dtype), Y.to(device=X.device, dtype=dtype)
+
+    def matrix(self, X: Any, Y: Any = None) -> torch.Tensor:
+        """The kernel matrix ``[N, M]`` of ``X`` ``[N, F]`` and ``Y`` ``[M, F]`` (``Y=None``: ``X``).
+
+        Real, in ``X``'s floating dtype and on its device; dimensionless values in [0, 1].
+        Differentiable in ``X``, ``Y`` and the feature map's parameters.
+        """
+        X, Y = self._inputs(X, Y)
+        if self.kind == "projected":
+            return self._projected(X, Y)
+        if self.method == "statevector":
+            return self._fidelity_statevector(X, Y)
+        return self._fidelity_compute_uncompute(X, Y)
+
+    def forward(self, X: Any, Y: Any = None) -> torch.Tensor:
+        """Same as ``matrix``."""
+        return self.matrix(X, Y)
+
+    def _blocks(self, n_rows: int) -> Any:
+        starts = range(0, n_rows, self.block_size)
+        show = self.progress if self.progress is not None else len(starts) > 1
+        if not show:
+            return starts
+        from tqdm.auto import tqdm
+
+        return tqdm(starts, desc=f"kernel {n_rows} rows", unit="block")
+
+    def _fidelity_statevector(self, X: torch.Tensor, Y: torch.Tensor | None) -> torch.Tensor:
+        both = X if Y is None else torch.cat([X, Y])
+        states = self.states(both)
+        sx, sy = states[: X.shape[0]], states[X.shape[0] :] if Y is not None else states
+        sy_h = sy.conj().T
+        blocks = []
+        for start in self._blocks(sx.shape[0]):
+            overlap = sx[start : start + self.block_size] @ sy_h
+            blocks.append(overlap.real**2 + overlap.imag**2)
+        K = torch.cat(blocks) if len(blocks) > 1 else blocks[0]
+        if Y is None:
+            K = 0.5 * (K + K.T)
+        return K.to(X.dtype)
+
+    def _fidelity_compute_uncompute(self, X: torch.Tensor, Y: torch.Tensor | None) -> torch.Tensor:
+        import pennylane as qml
+
+        n, m = X.shape[0], (Y if Y is not None else X).shape[0]
+        if Y is None:
+            rows, cols = torch.triu_indices(n, n, offset=1, device=X.device)
+        else:
+            rows = torch.arange(n, device=X.device).repeat_interleave(m)
+            cols = torch.arange(m, device=X.device).repeat(n)
+        other = X if Y is None else Y
+        tapes = []
+        for start in range(0, rows.numel(), self.block_size):
+            r, c = rows[start : start + self.block_size], cols[start : start + self.block_size]
+            ops = self.operations(X[r]) + [qml.adjoint(op) for op in reversed(self.operations(other[c]))]
+            tapes.append(qml.tape.QuantumScript(ops, [qml.probs(wires=self.wires)], shots=self.shots))
+        values = []
+        if tapes:
+            results = self._execute(tapes)  # every pair in ONE backend call
+            for tape, result, start in zip(tapes, results, range(0, rows.numel(), self.block_size), strict=True):
+                size = min(self.block_size, rows.numel() - start)
+                values.append(self._rows(result, tape, size)[:, 0])
+        flat = torch.cat(values).to(dtype=X.dtype, device=X.device) if values else X.new_zeros(0)
+        if Y is not None:
+            return flat.reshape(n, m)
+        K = torch.eye(n, dtype=X.dtype, device=X.device)  # <phi(x)|phi(x)> = 1 for a pure state
+        K = K.index_put((rows, cols), flat).index_put((cols, rows), flat)
+        return K
+
+    def _projected(self, X: torch.Tensor, Y: torch.Tensor | None) -> torch.Tensor:
+        both = X if Y is None else torch.cat([X, Y])
+        r = self.bloch_vectors(both).reshape(both.shape[0], -1)
+        rx, ry = r[: X.shape[0]], r[X.shape[0] :] if Y is not None else r
+        # ||rho(x) - rho(y)||_F^2 = |r(x) - r(y)|^2 / 2 for one-qubit density matrices
+        blocks = []
+        for start in self._blocks(rx.shape[0]):
+            diff = rx[start : start + self.block_size, None, :] - ry[None, :, :]
+            blocks.append(torch.exp(-self.gamma * 0.5 * (diff**2).sum(-1)))
+        K = torch.cat(blocks) if len(blocks) > 1 else blocks[0]
+        return K.to(X.dtype)
+
+    # ----------------------------------------------------------------- training helpers
+
+    def alignment(self, X: Any, y: Any, *, centered: bool = False) -> torch.Tensor:
+        """Kernel-target alignment of ``matrix(X)`` with targets ``y``; maximise it to train the map."""
+        return target_alignment(self.matrix(X), y, centered=centered)
+
+    def size_description(self) -> str:
+        return f"{self.n_qubits} qubits"
+
+    def extra_repr(self) -> str:
+        shots = f", shots={self.shots}" if self.shots else ""
+        gamma = f", gamma={self.gamma}" if self.kind == "projected" else ""
+        return f"n_qubits={self.n_qubits}, kind={self.kind!r}{gamma}, backend={self.backend!r}{shots}"
+
+
+def target_alignment(K: torch.Tensor, y: Any, *, centered: bool = False) -> torch.Tensor:
+    """Kernel-target alignment A = <K, T>_F / (||K||_F ||T||_F), a scalar in [-1, 1].
+
+    ``T = y y^T`` for targets ``y`` ``[N]`` (use +-1 class labels, or centred regression
+    targets), or ``T = Y Y^T`` for ``[N, C]`` (one-hot classes). ``centered=True`` centres K and
+    T in feature space first (Cortes et al., JMLR 13 (2012)). Differentiable in ``K``: use
+    ``-target_alignment(kernel.matrix(X), y)`` as a loss for any torch optimiser.
+    """
+    if not torch.is_tensor(K) or K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
+        shape = tuple(K.shape) if torch.is_tensor(K) else type(K).__name__
+        raise invalid("K", shape, "a square torch.Tensor [N, N] with N >= 1", ShapeError)
+    y = torch.as_tensor(y, device=K.device)
+    y = y.to(K.dtype if K.is_floating_point() else torch.get_default_dtype())
+    if y.ndim not in (1, 2) or y.shape[0] != K.shape[0]:
+        raise invalid(
+            "y.shape", tuple(y.shape), f"[{K.shape[0]}] or [{K.shape[0]}, C] (one target per row of K)", ShapeError
+        )
+    if not torch.isfinite(y).all():
+        raise invalid("y", "a tensor with non-finite values", "finite values only")
+    T = torch.outer(y, y) if y.ndim == 1 else y @ y.T
+    if centered:
+        n = K.shape[0]
+        H = torch.eye(n, dtype=K.dtype, device=K.device) - 1.0 / n
+        K, T = H @ K @ H, H @ T @ H
+    norm = torch.linalg.matrix_norm(K) * torch.linalg.matrix_norm(T)
+    if norm.detach() == 0:
+        raise ConfigError("target_alignment is undefined: K or y y^T is zero (after centring); accepted: non-zero ones")
+    return (K * T).sum() / norm
+
+
+def psd_repair(K: torch.Tensor) -> torch.Tensor:
+    """The nearest (Frobenius) positive semi-definite matrix: symmetrise, clip negative eigenvalues to 0.
+
+    For Gram matrices estimated with shots or noise, which can have small negative eigenvalues
+    that break SVMs and Cholesky solves. Exact Gram matrices come back unchanged up to rounding.
+    Not meant to be back-propagated through (eigenvector gradients are unstable at degeneracies).
+    """
+    if not torch.is_tensor(K) or K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
+        shape = tuple(K.shape) if torch.is_tensor(K) else type(K).__name__
+        raise invalid("K", shape, "a square torch.Tensor [N, N] with N >= 1", ShapeError)
+    if not torch.isfinite(K).all():
+        raise invalid("K", "a matrix with non-finite values", "finite values only")
+    sym = 0.5 * (K + K.T)
+    values, vectors = torch.linalg.eigh(sym)
+    return (vectors * values.clamp_min(0)) @ vectors.T
