@@ -73,7 +73,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"torch threads: {torch.get_num_threads()}, batch {args.batch}, {LAYERS} SEL layers, forward+backward")
-    print("| qubits | default.qubit s | lightning s | hybridai c128 s | hybridai c64 s | speed-up c128 | speed-up c64 |")
+    print(
+        "| qubits | default.qubit s | lightning s | hybridai c128 s | hybridai c64 s | speed-up c128 | speed-up c64 |"
+    )
     print("|---|---|---|---|---|---|---|")
     for n in args.qubits:
         r = bench(n, args.batch, args.repeats)

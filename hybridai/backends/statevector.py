@@ -67,7 +67,9 @@ class StatevectorBackend(QuantumBackend):
         if isinstance(fuse_max_qubits, bool) or not isinstance(fuse_max_qubits, int) or fuse_max_qubits < 0:
             raise invalid("fuse_max_qubits", fuse_max_qubits, "a non-negative int")
         options = {"dtype": dtype}
-        options.update({k: v for k, v in (("seed", seed), ("max_memory", max_memory), ("shots", shots)) if v is not None})
+        options.update(
+            {k: v for k, v in (("seed", seed), ("max_memory", max_memory), ("shots", shots)) if v is not None}
+        )
         super().__init__(None if target is None else str(self.torch_device), **options)
         self.max_memory, self.fuse_max_qubits, self.shots = max_memory, fuse_max_qubits, shots
         self.generator = torch.Generator()
@@ -123,7 +125,14 @@ class StatevectorBackend(QuantumBackend):
         steps = converter.convert(tape.operations)
         b = tape.batch_size or 1
         fuse = n <= self.fuse_max_qubits and b >= 2 * 2**n
-        key = (n, tuple(s.key for s in steps), fuse, device, self.cdtype, tuple(map(_measurement_key, tape.measurements)))
+        key = (
+            n,
+            tuple(s.key for s in steps),
+            fuse,
+            device,
+            self.cdtype,
+            tuple(map(_measurement_key, tape.measurements)),
+        )
 
         def make() -> tuple[Plan, list[Measurement]]:
             measurements = [Measurement(mp, n, converter, device) for mp in tape.measurements]
@@ -137,8 +146,10 @@ class StatevectorBackend(QuantumBackend):
         shots = tape.shots.total_shots if tape.shots else self.shots
         if tape.shots and tape.shots.has_partitioned_shots:
             raise UnsupportedOperationError(f"shot vectors ({tape.shots}) on the statevector backend; {SUGGESTION}")
-        if shots and torch.is_grad_enabled() and any(
-            torch.is_tensor(p) and p.requires_grad for p in tape.get_parameters(trainable_only=False)
+        if (
+            shots
+            and torch.is_grad_enabled()
+            and any(torch.is_tensor(p) and p.requires_grad for p in tape.get_parameters(trainable_only=False))
         ):
             raise ConfigError(
                 f"shots={shots} on {self.name!r} gives sampled values without gradients, but gradients were "

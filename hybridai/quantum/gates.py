@@ -16,6 +16,7 @@ set are decomposed with PennyLane's own decomposition.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,13 +58,16 @@ def _mat2(a, b, c, d) -> torch.Tensor:
 
 
 def rx(theta: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:
-    c, s = torch.cos(theta / 2).to(cdtype), torch.sin(theta / 2).to(cdtype)
-    return _mat2(c, -1j * s, -1j * s, c)
+    c, s = torch.cos(theta / 2), torch.sin(theta / 2)
+    zero = torch.zeros_like(c)
+    real = torch.stack([c, zero, zero, c], -1)
+    imag = torch.stack([zero, -s, -s, zero], -1)
+    return torch.complex(real, imag).to(cdtype).unflatten(-1, (2, 2))
 
 
 def ry(theta: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:
-    c, s = torch.cos(theta / 2).to(cdtype), torch.sin(theta / 2).to(cdtype)
-    return _mat2(c, -s, s, c)
+    c, s = torch.cos(theta / 2), torch.sin(theta / 2)
+    return torch.stack([c, -s, s, c], -1).to(cdtype).unflatten(-1, (2, 2))
 
 
 def rz(theta: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:
@@ -73,14 +77,11 @@ def rz(theta: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:
 
 def rot(phi: torch.Tensor, theta: torch.Tensor, omega: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:
     """Rot(phi, theta, omega) = RZ(omega) RY(theta) RZ(phi), vectorised over any shape."""
-    c, s = torch.cos(theta / 2).to(cdtype), torch.sin(theta / 2).to(cdtype)
+    c, s = torch.cos(theta / 2), torch.sin(theta / 2)
     plus, minus = (phi + omega) / 2, (phi - omega) / 2
-    return _mat2(
-        _expi(-plus).to(cdtype) * c,
-        -_expi(minus).to(cdtype) * s,
-        _expi(-minus).to(cdtype) * s,
-        _expi(plus).to(cdtype) * c,
-    )
+    angles = torch.stack([-plus, minus, -minus, plus], -1)
+    magnitudes = torch.stack([c, -s, s, c], -1)
+    return torch.polar(torch.ones_like(angles), angles).mul(magnitudes).to(cdtype).unflatten(-1, (2, 2))
 
 
 ROTATIONS = {"RX": rx, "RY": ry, "RZ": rz}
@@ -118,8 +119,7 @@ class Converter:
             return tuple(self.wire_index[w] for w in wires)
         except KeyError as exc:
             raise UnsupportedOperationError(
-                f"operation on wire {exc.args[0]!r}, which is not among the backend's wires "
-                f"{list(self.wire_index)}"
+                f"operation on wire {exc.args[0]!r}, which is not among the backend's wires {list(self.wire_index)}"
             ) from None
 
     def real(self, x: Any) -> torch.Tensor:
@@ -144,7 +144,14 @@ class Converter:
         if isinstance(op, qml.operation.StatePrepBase) and first and not steps:
             state = op.state_vector(wire_order=list(self.wire_index))
             dim = 2 ** len(self.wire_index)
-            steps.append(Step("init", (), self.tensor(state).reshape(-1, dim) if batched else self.tensor(state).reshape(dim), batched))
+            steps.append(
+                Step(
+                    "init",
+                    (),
+                    self.tensor(state).reshape(-1, dim) if batched else self.tensor(state).reshape(dim),
+                    batched,
+                )
+            )
             return
         if isinstance(op, qml.operation.Channel | qml.measurements.MidMeasureMP):
             raise UnsupportedOperationError(f"the statevector backend cannot apply {name} (not unitary); {SUGGESTION}")
@@ -168,13 +175,21 @@ class Converter:
             steps.append(Step("sq", wires, rot(phi, theta, omega, self.cdtype).unsqueeze(-3), batched))
             return
         if name in ("RX", "RY"):
-            steps.append(Step("sq", wires, ROTATIONS[name](self.real(op.parameters[0]), self.cdtype).unsqueeze(-3), batched))
+            steps.append(
+                Step("sq", wires, ROTATIONS[name](self.real(op.parameters[0]), self.cdtype).unsqueeze(-3), batched)
+            )
             return
         if op.has_matrix and len(wires) <= MAX_DENSE_WIRES:
-            kind = "sq" if len(wires) == 1 else "dense"
-            matrix = self.tensor(op.matrix())
-            steps.append(Step(kind, wires, matrix.unsqueeze(-3) if kind == "sq" else matrix, batched))
-            return
+            try:
+                matrix = self.tensor(op.matrix())
+            except Exception:  # some PennyLane matrices fail for broadcast torch parameters
+                matrix = None
+            if matrix is not None or not op.has_decomposition:
+                kind = "sq" if len(wires) == 1 else "dense"
+                if matrix is None:
+                    matrix = self.tensor(op.matrix())
+                steps.append(Step(kind, wires, matrix.unsqueeze(-3) if kind == "sq" else matrix, batched))
+                return
         if op.has_decomposition and depth < 12:
             for i, sub in enumerate(op.decomposition()):
                 self._convert(sub, steps, first=first and i == 0, depth=depth + 1)
@@ -193,7 +208,18 @@ class Converter:
             return _expi(torch.cat([torch.zeros_like(phi), phi], -1)).to(self.cdtype)
         if name == "GlobalPhase":
             return _expi(-self.real(op.parameters[0])).to(self.cdtype).unsqueeze(-1)
-        return self.tensor(op.eigvals())
+        if name in ("MultiRZ", "IsingZZ"):
+            k = len(op.wires)
+            parity = np.array([bin(i).count("1") % 2 for i in range(2**k)])
+            signs = torch.as_tensor(1.0 - 2.0 * parity, device=self.device, dtype=self.rdtype)
+            return _expi(-self.real(op.parameters[0]).unsqueeze(-1) / 2 * signs).to(self.cdtype)
+        if name in ("CRZ", "ControlledPhaseShift", "CPhase"):
+            angle = self.real(op.parameters[0]).unsqueeze(-1)
+            zero = torch.zeros_like(angle)
+            angles = torch.cat([zero, zero, -angle / 2, angle / 2] if name == "CRZ" else [zero, zero, zero, angle], -1)
+            return _expi(angles).to(self.cdtype)
+        # PennyLane's eigvals() can drop to complex64 (IsingZZ); the matrix diagonal keeps the precision
+        return torch.diagonal(self.tensor(op.matrix()), dim1=-2, dim2=-1)
 
     # -- templates computed in one vectorised op -------------------------------------------
 
@@ -220,25 +246,33 @@ class Converter:
     def _template_StronglyEntanglingLayers(self, op: Any, wires, batched, steps) -> bool:
         weights = self.real(op.parameters[0])  # [..., L, k, 3]
         mats = rot(weights[..., 0], weights[..., 1], weights[..., 2], self.cdtype)  # [..., L, k, 2, 2]
-        ranges = op.hyperparameters["ranges"]
-        imprimitive = op.hyperparameters["imprimitive"]
-        if len(wires) > 1:
-            gate = imprimitive(wires=[0, 1])
-            if gate.num_params:
-                return False
-            kind, data = constant_gate(gate)
-        labels = op.wires
+        entanglers = _sel_entanglers(wires, op.hyperparameters["ranges"], op.hyperparameters["imprimitive"])
+        if entanglers is None:
+            return False
         for layer in range(mats.shape[-4]):
             steps.append(Step("sq", wires, mats[..., layer, :, :, :], batched))
-            if len(wires) > 1:
-                for i in range(len(wires)):
-                    pair = labels.subset([i, i + ranges[layer]], periodic_boundary=True)
-                    pos = self.positions(pair)
-                    if kind == "mono":
-                        steps.append(Step("mono", pos, None, False, data))
-                    else:
-                        steps.append(Step("dense", pos, self.tensor(data), False, ("const", gate.name, 2)))
+            for kind, pos, data, const in entanglers[layer]:
+                steps.append(Step(kind, pos, None if data is None else self.tensor(data), False, const))
         return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _sel_entanglers(wires: tuple[int, ...], ranges: tuple[int, ...], imprimitive: Any) -> list | None:
+    """Per layer, the (kind, wires, matrix, const) of StronglyEntanglingLayers' two-qubit gates."""
+    if len(wires) == 1:
+        return [[] for _ in ranges]
+    gate = imprimitive(wires=[0, 1])
+    if gate.num_params:
+        return None
+    kind, data = constant_gate(gate)
+    layers = []
+    for r in ranges:
+        pairs = [(wires[i], wires[(i + r) % len(wires)]) for i in range(len(wires))]
+        if kind == "mono":
+            layers.append([("mono", pair, None, data) for pair in pairs])
+        else:
+            layers.append([("dense", pair, data, ("const", gate.name, 2)) for pair in pairs])
+    return layers
 
 
 _CNOT = ((0, 1, 3, 2), (1 + 0j, 1 + 0j, 1 + 0j, 1 + 0j))

@@ -63,7 +63,7 @@ class QuantumLayer(HybridModule):
     """
 
     domain = "quantum"
-    default_backend = "pennylane:default.qubit"
+    default_backend = "statevector"
 
     def __init__(
         self,

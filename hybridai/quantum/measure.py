@@ -39,7 +39,9 @@ def probabilities(psi: torch.Tensor) -> torch.Tensor:
     return torch.view_as_real(psi).pow(2).sum(-1)
 
 
-def marginal_probs(psi: torch.Tensor, n: int, wires: tuple[int, ...], probs: torch.Tensor | None = None) -> torch.Tensor:
+def marginal_probs(
+    psi: torch.Tensor, n: int, wires: tuple[int, ...], probs: torch.Tensor | None = None
+) -> torch.Tensor:
     """Probabilities of the basis states of ``wires`` (in that order), ``[B, 2^k]``."""
     probs = (probabilities(psi) if probs is None else probs).reshape([psi.shape[0]] + [2] * n)
     others = [a + 1 for a in range(n) if a not in wires]
@@ -138,8 +140,10 @@ class Measurement:
         if self.kind == "StateMP":
             return psi
         if self.kind == "ProbabilityMP":
-            return marginal_probs(psi, self.n, self.wires, probs) if mp.obs is None else marginal_probs(
-                self._rotated(psi, mp), self.n, self.wires
+            return (
+                marginal_probs(psi, self.n, self.wires, probs)
+                if mp.obs is None
+                else marginal_probs(self._rotated(psi, mp), self.n, self.wires)
             )
         if self.kind == "DensityMatrixMP":
             b, k = psi.shape[0], len(self.wires)
@@ -183,7 +187,9 @@ class Measurement:
         if self.kind not in ("ExpectationMP", "VarianceMP"):
             raise UnsupportedOperationError(f"{self.kind} cannot be sampled with shots; {SUGGESTION}")
         rep = mp.obs.pauli_rep
-        terms = [(float(np.real(c)), pw.operation() if pw else None) for pw, c in rep.items()] if rep else [(1.0, mp.obs)]
+        terms = (
+            [(float(np.real(c)), pw.operation() if pw else None) for pw, c in rep.items()] if rep else [(1.0, mp.obs)]
+        )
         if self.kind == "VarianceMP" and len(terms) > 1:
             raise UnsupportedOperationError(f"the variance of a sum of {len(terms)} terms with shots; {SUGGESTION}")
         total = torch.zeros(psi.shape[0], dtype=psi.real.dtype, device=psi.device)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import torch
@@ -22,7 +21,9 @@ import torch
 from ..errors import ResourceLimitError
 from .gates import Step
 
-KRON_CHUNK = int(os.environ.get('HYBRIDAI_KRON_CHUNK', 3))  # single-qubit gates on up to this many wires are applied as one 2^c x 2^c matrix
+KRON_CHUNK = int(
+    os.environ.get("HYBRIDAI_KRON_CHUNK", 3)
+)  # single-qubit gates on up to this many wires are applied as one 2^c x 2^c matrix
 
 StateFn = Callable[[torch.Tensor, list[Step]], torch.Tensor]
 
@@ -53,12 +54,12 @@ class _Permute(torch.autograd.Function):
     @staticmethod
     def forward(ctx, psi: torch.Tensor, perm: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(inverse)
-        return psi[:, perm]
+        return psi.index_select(1, perm)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         (inverse,) = ctx.saved_tensors
-        return grad[:, inverse], None, None
+        return grad.index_select(1, inverse), None, None
 
 
 def permute(psi: torch.Tensor, perm: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
@@ -103,6 +104,11 @@ class Plan:
 
     def __init__(self, keys: list[tuple], n: int, fuse: bool, device: torch.device, cdtype: torch.dtype) -> None:
         self.n, self.device, self.cdtype = n, device, cdtype
+        self._bits = None
+        if n <= 8:  # flat (wire, bit) index of every basis state's factor: [2^n, n]
+            index = np.arange(2**n)[:, None]
+            wires = np.arange(n)[None, :]
+            self._bits = torch.as_tensor(2 * wires + ((index >> (n - 1 - wires)) & 1), device=device)
         start = 0
         if keys and keys[0][0] == "init":
             self.init: Callable[[list[Step], int], torch.Tensor] = self._init_given
@@ -139,6 +145,12 @@ class Plan:
         return state if state.dim() == 2 else state.expand(b, -1)
 
     def _init_product(self, steps: list[Step], prefix: list[int], b: int) -> torch.Tensor:
+        if len(prefix) == 1 and steps[prefix[0]].kind == "sq" and self._bits is not None:
+            step = steps[prefix[0]]
+            if step.wires == tuple(range(self.n)):  # one embedding layer: gather and multiply
+                columns = step.tensor[..., :, :, 0].reshape(-1, self.n * 2)  # [B, (wire, bit)]
+                state = columns[:, self._bits].prod(-1)
+                return state.expand(b, -1) if state.shape[0] == 1 else state
         vectors: dict[int, torch.Tensor] = {}
         for i in prefix:
             step = steps[i]

@@ -12,6 +12,7 @@ from hybridai import QuantumLayer
 from hybridai.errors import BackendNotFoundError, ConfigError, ShapeError
 
 N = 3
+PL = "pennylane:default.qubit"
 SHAPES = {"weights": (2, N, 3)}
 
 
@@ -65,6 +66,8 @@ def grads_of(fn, tensors):
         (expval_circuit, SHAPES, "pennylane:lightning.qubit"),
         (mixed_circuit, MIXED_SHAPES, "pennylane:lightning.qubit"),
         (expval_circuit, SHAPES, "pennylane:default.mixed"),
+        (expval_circuit, SHAPES, "statevector"),
+        (mixed_circuit, MIXED_SHAPES, "statevector"),
     ],
 )
 def test_outputs_and_gradients_equal_bare_qnode(circuit, shapes, backend):
@@ -118,7 +121,7 @@ def test_shots_are_seeded_and_close_to_exact():
     x = torch.rand(3, N, dtype=torch.float64)
 
     def sampled(seed):
-        layer = QuantumLayer(expval_circuit, N, SHAPES, shots=20000, seed=seed).double()
+        layer = QuantumLayer(expval_circuit, N, SHAPES, backend=PL, shots=20000, seed=seed).double()
         layer.load_state_dict(exact.state_dict())
         return layer(x)
 
@@ -131,7 +134,7 @@ def test_shots_are_seeded_and_close_to_exact():
 
 def test_shot_gradients_use_parameter_shift():
     torch.manual_seed(5)
-    layer = QuantumLayer(expval_circuit, N, SHAPES, shots=50000, seed=1).double()
+    layer = QuantumLayer(expval_circuit, N, SHAPES, backend=PL, shots=50000, seed=1).double()
     exact = QuantumLayer(expval_circuit, N, SHAPES).double()
     exact.load_state_dict(layer.state_dict())
     x = torch.rand(2, N, dtype=torch.float64, requires_grad=True)
@@ -148,7 +151,7 @@ def test_explicit_diff_methods_agree():
     grads = []
     for method in ("backprop", "adjoint", "parameter-shift"):
         torch.manual_seed(6)
-        layer = QuantumLayer(expval_circuit, N, SHAPES, diff_method=method).double()
+        layer = QuantumLayer(expval_circuit, N, SHAPES, backend=PL, diff_method=method).double()
         layer(x).sum().backward()
         grads.append((layer.weights.grad.clone(), x.grad.clone()))
         x.grad = None
@@ -181,7 +184,7 @@ def test_torch_save_whole_model_round_trip():
     torch.save(model, buffer)
     buffer.seek(0)
     loaded = torch.load(buffer, weights_only=False)
-    assert loaded[2].backend == "pennylane:default.qubit"
+    assert loaded[2].backend == "statevector"
     torch.testing.assert_close(loaded(x), model(x), rtol=0, atol=0)
 
 
@@ -319,14 +322,14 @@ def test_import_is_lazy():
 def test_place_and_summary():
     model = make_model()
     text = hybridai.summary(model, show=False)
-    assert "pennylane:default.qubit" in text and "3 qubits" in text and "3 classical, 1 quantum" in text
+    assert "statevector" in text and "3 qubits" in text and "3 classical, 1 quantum" in text
     total = sum(p.numel() for p in model.parameters())
     assert f"{total:,}" in text.splitlines()[-1]
     hybridai.place(model, quantum="pennylane:lightning.qubit", classical="torch:cpu")
     assert model[2].backend == "pennylane:lightning.qubit"
     assert "pennylane:lightning.qubit" in hybridai.summary(model, show=False)
     with pytest.raises(BackendNotFoundError):
-        hybridai.place(model, quantum="pennylane:default.qubit", classical="nope")
+        hybridai.place(model, quantum="statevector", classical="nope")
     assert model[2].backend == "pennylane:lightning.qubit"  # validated before any change
     with pytest.raises(ConfigError, match="not quantum"):
         hybridai.place(model, quantum="torch")
