@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from .errors import HybridAIError
+from .errors import HybridAIError, invalid
 from .text_table import format_table
 
 STACK = (
@@ -58,8 +58,13 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    import torch
+
     from .demo import run_demo
 
+    if args.threads < 1:
+        raise invalid("threads", args.threads, "a positive int")
+    torch.set_num_threads(args.threads)
     run_demo(n_qubits=args.qubits, epochs=args.epochs, batch_size=args.batch_size, seed=args.seed)
     return 0
 
@@ -78,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epochs", type=int, default=25, help="training epochs (default 25)")
     p.add_argument("--batch-size", type=int, default=32, help="minibatch size (default 32)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: fastest for these small models)")
     p.set_defaults(func=cmd_demo)
     return parser
 
