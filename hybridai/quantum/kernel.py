@@ -294,21 +294,20 @@ class QuantumKernel(HybridModule):
 
         x = self._check(x, "X")
         tape = qml.tape.QuantumScript(self.operations(x), [qml.state()])
-        try:
-            (result,) = self._execute([tape])
-        except HybridAIError:
-            raise
-        except Exception as exc:
-            if not torch.is_grad_enabled() or not any(
-                torch.is_tensor(p) and p.requires_grad for p in tape.get_parameters()
-            ):
-                raise
+        needs_grad = torch.is_grad_enabled() and any(
+            torch.is_tensor(p) and p.requires_grad for p in tape.get_parameters(trainable_only=False)
+        )
+        if needs_grad and (
+            "backprop" not in self.resolved_backend.capabilities.diff_methods
+            or self.diff_method not in ("best", "backprop")
+        ):
             raise ConfigError(
                 f"backend={self.backend!r} with diff_method={self.diff_method!r} cannot differentiate the "
-                f"statevector kernel ({type(exc).__name__}: {exc}); accepted: a backend that differentiates "
-                "qml.state() by backprop (pennylane:default.qubit, statevector), method='compute-uncompute', "
-                "or inputs and parameters that need no gradient (torch.no_grad())"
-            ) from exc
+                "statevector kernel (qml.state() is differentiated by backprop only); accepted: a backend "
+                "with backprop (pennylane:default.qubit, statevector), method='compute-uncompute', or inputs "
+                "and parameters that need no gradient (torch.no_grad())"
+            )
+        (result,) = self._execute([tape])
         states = self._rows(result, tape, x.shape[0])
         if states.shape != (x.shape[0], 2**self.n_qubits):
             raise ConfigError(
