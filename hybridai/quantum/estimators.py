@@ -17,11 +17,10 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.svm import SVC, SVR
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..errors import invalid
+from ..errors import ShapeError, invalid
 from .kernel import DEFAULT_MAX_QUBITS, IQPFeatureMap, QuantumKernel
 
 
@@ -94,7 +93,7 @@ class QuantumKernelRidge(RegressorMixin, _QuantumKernelEstimator):
         if torch.is_tensor(X) and X.is_floating_point():
             X_fit = X_fit.to(dtype=X.dtype, device=X.device)
         if torch.is_tensor(X) and X.ndim == 2 and X.shape[1] != self.n_features_in_:
-            raise invalid("X.shape", tuple(X.shape), f"[N, {self.n_features_in_}] (the width seen in fit)")
+            raise invalid("X.shape", tuple(X.shape), f"[N, {self.n_features_in_}] (the width seen in fit)", ShapeError)
         K = self.kernel_.matrix(X, X_fit)
         return K @ torch.as_tensor(self.dual_coef_, dtype=K.dtype, device=K.device)
 
@@ -102,12 +101,14 @@ class QuantumKernelRidge(RegressorMixin, _QuantumKernelEstimator):
 class QSVC(ClassifierMixin, _QuantumKernelEstimator):
     """Support-vector classifier with a quantum kernel (scikit-learn's ``SVC`` on its Gram matrix).
 
+    For class probabilities wrap it as scikit-learn recommends for ``SVC``:
+    ``CalibratedClassifierCV(QSVC(kernel), ensemble=False)``.
+
     Args:
         kernel: a ``hybridai.QuantumKernel``, or ``None`` for ``IQPFeatureMap`` (features as radians).
         C: inverse regularisation strength.
         class_weight: as in ``sklearn.svm.SVC``.
-        probability: fit Platt scaling so that ``predict_proba`` is available.
-        random_state: seed of the Platt-scaling cross-validation.
+        tol: stopping tolerance of libsvm.
     """
 
     def __init__(
@@ -115,26 +116,19 @@ class QSVC(ClassifierMixin, _QuantumKernelEstimator):
         kernel: QuantumKernel | None = None,
         C: float = 1.0,
         class_weight: dict | str | None = None,
-        probability: bool = False,
-        random_state: int | None = None,
+        tol: float = 1e-3,
     ) -> None:
         self.kernel = kernel
         self.C = C
         self.class_weight = class_weight
-        self.probability = probability
-        self.random_state = random_state
+        self.tol = tol
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> QSVC:
         """Fit the SVM on the quantum Gram matrix of ``X``."""
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
-        self.svc_ = SVC(
-            kernel="precomputed",
-            C=self.C,
-            class_weight=self.class_weight,
-            probability=self.probability,
-            random_state=self.random_state,
-        ).fit(self._fit_gram(X), y, sample_weight)
+        svc = SVC(kernel="precomputed", C=self.C, class_weight=self.class_weight, tol=self.tol)
+        self.svc_ = svc.fit(self._fit_gram(X), y, sample_weight)
         self.classes_ = self.svc_.classes_
         self.support_ = self.svc_.support_
         return self
@@ -149,18 +143,6 @@ class QSVC(ClassifierMixin, _QuantumKernelEstimator):
         K = self._predict_gram(X)
         return self.svc_.decision_function(K)
 
-    @available_if(lambda self: self.probability)
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities ``[N, n_classes]`` (Platt scaling; needs ``probability=True``)."""
-        K = self._predict_gram(X)
-        return self.svc_.predict_proba(K)
-
-    @available_if(lambda self: self.probability)
-    def predict_log_proba(self, X: Any) -> np.ndarray:
-        """Log of ``predict_proba``."""
-        K = self._predict_gram(X)
-        return self.svc_.predict_log_proba(K)
-
 
 class QSVR(RegressorMixin, _QuantumKernelEstimator):
     """Epsilon support-vector regression with a quantum kernel (scikit-learn's ``SVR``).
@@ -169,17 +151,23 @@ class QSVR(RegressorMixin, _QuantumKernelEstimator):
         kernel: a ``hybridai.QuantumKernel``, or ``None`` for ``IQPFeatureMap`` (features as radians).
         C: inverse regularisation strength.
         epsilon: width of the insensitive tube, in the units of ``y``.
+        tol: stopping tolerance of libsvm.
     """
 
-    def __init__(self, kernel: QuantumKernel | None = None, C: float = 1.0, epsilon: float = 0.1) -> None:
+    def __init__(
+        self, kernel: QuantumKernel | None = None, C: float = 1.0, epsilon: float = 0.1, tol: float = 1e-3
+    ) -> None:
         self.kernel = kernel
         self.C = C
         self.epsilon = epsilon
+        self.tol = tol
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> QSVR:
         """Fit the SVR on the quantum Gram matrix of ``X``."""
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        self.svr_ = SVR(kernel="precomputed", C=self.C, epsilon=self.epsilon).fit(self._fit_gram(X), y, sample_weight)
+        self.svr_ = SVR(kernel="precomputed", C=self.C, epsilon=self.epsilon, tol=self.tol).fit(
+            self._fit_gram(X), y, sample_weight
+        )
         self.support_ = self.svr_.support_
         return self
 
