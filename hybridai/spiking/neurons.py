@@ -172,7 +172,9 @@ class _SpikingLayer(HybridModule):
         return spikes, mem
 
     def size_description(self) -> str:
-        return f"{self.n_neurons:,} neurons" if self.n_neurons else ""
+        sizes = [getattr(self, n).numel() for n in ("alpha", "beta", "threshold") if hasattr(self, n)]
+        n = self.n_neurons or (max(sizes) if max(sizes) > 1 else None)
+        return f"{n:,} neurons" if n else ""
 
     def extra_repr(self) -> str:
         def show(name: str) -> str:

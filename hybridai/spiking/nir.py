@@ -209,9 +209,9 @@ def from_nir(graph: Any, *, dt: float | None = None) -> nn.Sequential:
                 linear.weight.copy_(weight)
                 if kind == "Affine":
                     linear.bias.copy_(torch.from_numpy(np.asarray(node.bias, dtype=np.float64)))
-            layers.append((name, linear))
+            layers.append((name.replace(".", "_"), linear))
         elif kind in ("LIF", "CubaLIF"):
-            layers.append((name, _neuron_from_node(node, name, dt)))
+            layers.append((name.replace(".", "_"), _neuron_from_node(node, name, dt)))
         else:
             raise invalid(f"graph node {name!r}", kind, "Affine, Linear, LIF or CubaLIF nodes")
     return nn.Sequential(OrderedDict(layers))

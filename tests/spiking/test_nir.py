@@ -64,12 +64,13 @@ def test_graph_without_hybridai_metadata_uses_nir_semantics():
     tau = np.full(3, 1e-3 / (1 - 0.8))
     node = nir.LIF(tau=tau, r=tau / 1e-3, v_leak=np.zeros(3), v_threshold=np.full(3, 0.5))
     graph = nir.NIRGraph(
-        nodes={"input": nir.Input(np.array([3])), "lif": node, "output": nir.Output(np.array([3]))},
-        edges=[("input", "lif"), ("lif", "output")],
+        nodes={"input": nir.Input(np.array([3])), "block.lif": node, "output": nir.Output(np.array([3]))},
+        edges=[("input", "block.lif"), ("block.lif", "output")],
     )
-    with pytest.raises(ConfigError, match="dt=None.*'lif'"):
+    with pytest.raises(ConfigError, match="dt=None.*'block.lif'"):
         from_nir(graph)
-    (layer,) = from_nir(graph, dt=1e-3)
+    model = from_nir(graph, dt=1e-3)
+    layer = model.block_lif
     assert layer.reset == "zero" and layer.beta.item() == pytest.approx(0.8) and layer.threshold.item() == 0.5
 
 
