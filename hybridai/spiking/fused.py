@@ -65,7 +65,10 @@ class LIFFunction(torch.autograd.Function):
         previous_spike = (mem0 > threshold).to(x.dtype)
         keep = 1 - previous_spike if reset_to_zero else None
         for x_t, mem_t, spike_t in zip(x.unbind(0), mem.unbind(0), spikes.unbind(0), strict=True):
-            torch.mul(previous, beta, out=mem_t) if keep is None else torch.mul(keep * previous, beta, out=mem_t)
+            if keep is None:
+                torch.mul(previous, beta, out=mem_t)
+            else:  # snnTorch zeroes the previous membrane before the decay: (1 - r) * U, then beta * that
+                torch.mul(keep * previous, beta, out=mem_t)
             mem_t.add_(x_t)
             if not reset_to_zero:
                 mem_t.addcmul_(previous_spike, threshold, value=-1)
@@ -89,9 +92,10 @@ class LIFFunction(torch.autograd.Function):
         mems = mem.unbind(0)
         grad_spike_steps = grad_spikes.unbind(0) if grad_spikes is not None else None
         grad_mem_steps = grad_mem.unbind(0) if grad_mem is not None else None
+        grad_x_steps = grad_x.unbind(0)
         carry = None  # dL/dU_{t+1} times dU_{t+1}/dU_t
         for t in range(mem.shape[0] - 1, -1, -1):
-            grad_t = grad_x[t]  # becomes dL/dU_t, which is dL/dx_t
+            grad_t = grad_x_steps[t]  # becomes dL/dU_t, which is dL/dx_t
             if grad_spike_steps is not None:
                 _surrogate_term(ctx.surrogate, mems[t], threshold, grad_spike_steps[t], out=grad_t)
                 if need_threshold:
@@ -144,8 +148,9 @@ class CUBAFunction(torch.autograd.Function):
         syn = syn0
         previous = mem0
         previous_spike = (mem0 > threshold).to(x.dtype)
-        for t, (x_t, mem_t, spike_t) in enumerate(zip(x.unbind(0), mem.unbind(0), spikes.unbind(0), strict=True)):
-            syn = torch.mul(syn, alpha, out=syn_trace[t]) if keep_syn else syn * alpha
+        syn_steps = syn_trace.unbind(0) if keep_syn else [None] * x.shape[0]
+        for x_t, mem_t, spike_t, syn_t in zip(x.unbind(0), mem.unbind(0), spikes.unbind(0), syn_steps, strict=True):
+            syn = torch.mul(syn, alpha, out=syn_t) if syn_t is not None else syn * alpha
             syn.add_(x_t)
             torch.mul(previous, beta, out=mem_t)
             mem_t.add_(syn)
@@ -176,6 +181,8 @@ class CUBAFunction(torch.autograd.Function):
         carry_mem = None  # b * dL/dV_{t+1}
         carry_syn = grad_syn_last  # a * dL/dI_{t+1} (or the gradient of the last current)
         grad_u = torch.empty_like(mems[0])
+        grad_x_steps = grad_x.unbind(0)
+        syn_steps = syn_trace.unbind(0) if syn_trace is not None else None
         for t in range(mem.shape[0] - 1, -1, -1):
             if grad_spike_steps is not None:
                 _surrogate_term(ctx.surrogate, mems[t], threshold, grad_spike_steps[t], out=grad_u)
@@ -197,12 +204,12 @@ class CUBAFunction(torch.autograd.Function):
                     grad_threshold = _accumulate(grad_threshold, grad_u * previous_spike, sign=-1)
             if need_beta:
                 grad_beta = _accumulate(grad_beta, grad_v * previous)
-            grad_i = grad_x[t]
+            grad_i = grad_x_steps[t]
             grad_i.copy_(grad_v)
             if carry_syn is not None:
                 grad_i.add_(carry_syn)
             if need_alpha:
-                previous_syn = syn_trace[t - 1] if t > 0 else syn0
+                previous_syn = syn_steps[t - 1] if t > 0 else syn0
                 grad_alpha = _accumulate(grad_alpha, grad_i * previous_syn)
             carry_mem = grad_v * beta
             carry_syn = grad_i * alpha
