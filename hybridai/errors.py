@@ -33,6 +33,14 @@ class UnsupportedOperationError(HybridAIError, NotImplementedError):
     """A backend cannot execute an operation or measurement; the message names another backend that can."""
 
 
+class BackendExecutionError(HybridAIError, RuntimeError):
+    """A backend job failed (after its retries); the message carries the job id."""
+
+    def __init__(self, message: str, job_id: str | None = None) -> None:
+        self.job_id = job_id
+        super().__init__(message)
+
+
 class ResourceLimitError(HybridAIError, MemoryError):
     """A computation would exceed a configured memory limit; refused before allocating."""
 

@@ -1,6 +1,6 @@
 """Backend registry and the Backend contract. See ``registry`` and ``base``."""
 
-from . import pennylane_backend, statevector, torch_backend  # noqa: F401  (built-ins register themselves)
+from . import pennylane_backend, qiskit_backends, statevector, torch_backend  # noqa: F401  (built-ins register themselves)
 from .base import DOMAINS, Availability, Backend, Capabilities, ClassicalBackend, QuantumBackend
 from .registry import ENTRY_POINT_GROUP, BackendInfo, available, families, get, register, reload
 

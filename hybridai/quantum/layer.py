@@ -200,6 +200,12 @@ class QuantumLayer(HybridModule):
         self.n_outputs = out.shape[1]
         return out if inputs.ndim == 2 else out.squeeze(0)
 
+    @property
+    def execution_stats(self) -> dict[str, int] | None:
+        """Primitive calls and circuits of the last forward pass, on backends that count them."""
+        stats = getattr(self.resolved_backend, "last_step", None)
+        return dict(stats) if stats is not None else None
+
     def size_description(self) -> str:
         return f"{self.n_qubits} qubits"
 
