@@ -11,7 +11,8 @@ Two ways to compute them, chosen from the backend's capabilities (``method="auto
 
 - ``"statevector"`` (exact backends, no shots): ONE broadcast tape ending in ``qml.state()`` for
   all samples, executed by the layer's backend; then the Gram matrix is one complex matrix product
-  |S_x S_y^H|^2 (in row blocks with a progress bar when it is large). Cost: N + M circuits.
+  |S_x S_y^H|^2 (in row blocks with a progress bar when it is large). Cost: N + M circuits. An
+  exact backend that cannot return states (Aer's estimator) falls back to compute-uncompute.
 - ``"compute-uncompute"`` (shots, noise, hardware): U(x) then U(y)^dagger, the probability of
   |0...0> estimates the fidelity; a square matrix measures only its N(N-1)/2 distinct pairs (the
   diagonal is 1). All pairs are broadcast tapes sent in ONE backend call. The projected kernel
@@ -31,7 +32,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import ConfigError, HybridAIError, ShapeError, invalid
+from ..errors import ConfigError, HybridAIError, ShapeError, UnsupportedOperationError, invalid
 from ..module import HybridModule
 
 KINDS = ("fidelity", "projected")
@@ -196,6 +197,7 @@ class QuantumKernel(HybridModule):
             raise invalid("n_qubits", n_qubits, f"at most {caps.max_qubits} on backend {self.backend!r}")
         self.diff_method = diff_method
         self._method = method
+        self._stateless_backend: str | None = None  # an exact backend found unable to return qml.state()
         self.method  # noqa: B018  (validates method against the backend now, not at the first call)
 
     # ----------------------------------------------------------------- configuration
@@ -241,7 +243,7 @@ class QuantumKernel(HybridModule):
         caps = self.resolved_backend.capabilities
         exact = self.shots is None and caps.exact and not caps.noise
         if self._method == "auto":
-            return "statevector" if exact else "compute-uncompute"
+            return "statevector" if exact and self._stateless_backend != self.backend else "compute-uncompute"
         if self._method == "statevector" and not exact:
             why = f"shots={self.shots}" if self.shots is not None else f"backend {self.backend!r} is not exact"
             raise ConfigError(
@@ -369,10 +371,17 @@ class QuantumKernel(HybridModule):
         Differentiable in ``X``, ``Y`` and the feature map's parameters.
         """
         X, Y = self._inputs(X, Y)
-        if self.kind == "projected":
-            return self._projected(X, Y)
-        if self.method == "statevector":
-            return self._fidelity_statevector(X, Y)
+        try:
+            if self.kind == "projected":
+                return self._projected(X, Y)
+            if self.method == "statevector":
+                return self._fidelity_statevector(X, Y)
+        except UnsupportedOperationError:
+            # an exact backend that cannot return qml.state() (Aer's estimator, for example): measure instead
+            if self._method != "auto" or self.method != "statevector":
+                raise
+            self._stateless_backend = self.backend
+            return self.matrix(X, Y)
         return self._fidelity_compute_uncompute(X, Y)
 
     def forward(self, X: Any, Y: Any = None) -> torch.Tensor:

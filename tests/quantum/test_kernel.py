@@ -346,3 +346,42 @@ def test_alignment_and_repair_errors():
         psd_repair(torch.ones(2, 3))
     with pytest.raises(ConfigError, match="undefined"):
         target_alignment(torch.zeros(3, 3), torch.ones(3))
+
+
+# ------------------------------------------------------------------ Qiskit Aer (shot-based and noisy)
+
+
+def test_aer_exact_falls_back_to_compute_uncompute_in_one_call(kernel):
+    pytest.importorskip("qiskit_aer")
+    aer = QuantumKernel(zz_map, N, {"w": N}, backend="aer").double()
+    aer.load_state_dict(kernel.state_dict())
+    X = data(5)
+    with torch.no_grad():
+        K = aer.matrix(X)
+        torch.testing.assert_close(K, kernel.matrix(X), rtol=0, atol=1e-10)
+    assert aer.method == "compute-uncompute"  # Aer's estimator cannot return qml.state()
+    extra = aer.resolved_backend.capabilities.extra
+    assert extra["calls"] == 1 and extra["circuits"] == 5 * 4 // 2
+
+
+def test_aer_shots_and_noise_then_psd_repair(kernel):
+    pytest.importorskip("qiskit_aer")
+    X = data(6)
+    with torch.no_grad():
+        exact = kernel.matrix(X)
+        sampled = []
+        for _ in range(2):
+            aer = QuantumKernel(zz_map, N, {"w": N}, backend="aer", shots=2000, seed=5).double()
+            aer.load_state_dict(kernel.state_dict())
+            sampled.append(aer.matrix(X))
+        noisy = QuantumKernel(zz_map, N, {"w": N}, backend="aer", depolarizing=(0.02, 0.05), shots=2000, seed=5)
+        noisy.load_state_dict(kernel.state_dict())
+        K_noisy = noisy.matrix(X).double()
+    torch.testing.assert_close(sampled[0], sampled[1], rtol=0, atol=0)  # seeded
+    assert 0 < (sampled[0] - exact).abs().max() < 0.06
+    assert noisy.method == "compute-uncompute"
+    off = ~torch.eye(6, dtype=torch.bool)
+    assert (K_noisy - exact)[off].abs().max() > 0.01  # the noise shows
+    repaired = psd_repair(K_noisy)
+    assert torch.linalg.eigvalsh(repaired).min() > -1e-12
+    assert (repaired - K_noisy).abs().max() <= max(0.0, -float(torch.linalg.eigvalsh(K_noisy).min())) + 1e-12
