@@ -6,7 +6,8 @@ it, goes out as parameter values broadcast in ONE primitive call (split only whe
 would exceed ``max_parameter_sets``). Gradients use the two-term parameter-shift rule for
 every gate parameter, so they reach the weights AND the inputs.
 
-- ``aer``: exact (``shots=None``: Aer's estimator, statevector or, with noise, density
+- ``aer`` (option ``threads``, default 1: Aer's own threads, which oversubscribe a busy machine):
+  exact (``shots=None``: Aer's estimator, statevector or, with noise, density
   matrix), or sampled (``shots=N``: Aer's sampler, real samples, seeded). Noise from a fake
   IBM device (``aer:fake_manila``, any ``qiskit_ibm_runtime.fake_provider`` name) or from
   ``depolarizing=(p1, p2)`` and ``readout_error=p``.
@@ -339,7 +340,11 @@ class AerBackend(QiskitBackend):
     def __init__(
         self, target: str | None = None, *, depolarizing: Any = None, readout_error: float | None = None, **options: Any
     ) -> None:
+        threads = options.pop("threads", 1)
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
+            raise invalid("threads", threads, "a non-negative int (0: all cores)")
         super().__init__(target, **options)
+        self.threads = threads
         self.device = fake_backend(target) if target else None
         if self.options.get("depolarizing") is None and depolarizing is not None:
             self.options["depolarizing"] = depolarizing
@@ -376,7 +381,10 @@ class AerBackend(QiskitBackend):
         if "estimator" not in self._primitives:
             from qiskit_aer.primitives import EstimatorV2
 
-            backend_options = {"method": "density_matrix" if self.noise_model is not None else "statevector"}
+            backend_options = {
+                "method": "density_matrix" if self.noise_model is not None else "statevector",
+                "max_parallel_threads": self.threads,
+            }
             if self.noise_model is not None:
                 backend_options["noise_model"] = self.noise_model
             run_options = {} if self.seed is None else {"seed_simulator": self.seed}
@@ -389,7 +397,10 @@ class AerBackend(QiskitBackend):
         if "sampler" not in self._primitives:
             from qiskit_aer.primitives import SamplerV2
 
-            backend_options = {} if self.noise_model is None else {"noise_model": self.noise_model}
+            backend_options = {"method": "statevector" if self.noise_model is None else "automatic",
+                               "max_parallel_threads": self.threads}  # fmt: skip
+            if self.noise_model is not None:
+                backend_options["noise_model"] = self.noise_model
             self._primitives["sampler"] = SamplerV2(
                 default_shots=self.shots or 1024, seed=self.seed, options={"backend_options": backend_options}
             )
@@ -414,14 +425,12 @@ class AerBackend(QiskitBackend):
         n = circuit.num_qubits
         expectation: dict[str, np.ndarray] = {}
         for g, basis in enumerate(groups):
-            bits = result[g].data.meas
-            for label in basis["labels"]:
-                z = "".join("Z" if c != "I" else "I" for c in label)
-                expectation[label] = np.asarray(bits.expectation_values(SparsePauliOp(z[-n:] if len(z) >= n else z)))
+            labels = sorted(basis["labels"])
+            expectation.update(zip(labels, _parities(result[g].data.meas, labels, n), strict=True))
         out = np.zeros(values.shape[:2] + (len(observables),))
         for r, obs in enumerate(observables):
             for label, coeff in zip(obs.paulis.to_labels(), obs.coeffs, strict=True):
-                term = np.ones(values.shape[:2]) if set(label) == {"I"} else expectation[label]
+                term = 1.0 if set(label) == {"I"} else expectation[label]
                 out[..., r] += float(np.real(coeff)) * term
         return out
 
@@ -447,6 +456,15 @@ class AerBackend(QiskitBackend):
         with self._lock:
             self._transpiled[key] = measured
         return measured
+
+
+def _parities(bits: Any, labels: list[str], n: int) -> list[np.ndarray]:
+    """Mean of (-1)^(parity of the measured bits under each label's letters), per parameter set."""
+    unpacked = np.unpackbits(bits.array, axis=-1)[..., -n:]  # [..., shots, n], clbit 0 last
+    masks = np.array([[c != "I" for c in label[-n:]] for label in labels], dtype=np.uint8).T  # [n, W]
+    parity = (unpacked.astype(np.uint16) @ masks) & 1  # [..., shots, W]
+    means = (1.0 - 2.0 * parity).mean(axis=-2)  # [..., W]
+    return [means[..., w] for w in range(len(labels))]
 
 
 def _basis_groups(observables: list[Any]) -> list[dict]:
