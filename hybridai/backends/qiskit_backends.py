@@ -417,7 +417,6 @@ class AerBackend(QiskitBackend):
 
     def _sampled(self, circuit: Any, observables: list[Any], values: np.ndarray, shots: int) -> np.ndarray:
         """Expectations from real samples: one measured circuit per qubit-wise commuting basis."""
-        from qiskit.quantum_info import SparsePauliOp
 
         groups = _basis_groups(observables)
         pubs = [(self._measured(circuit, basis), values) for basis in groups]
