@@ -295,3 +295,17 @@ def test_token_never_appears_in_errors_reprs_or_logs(monkeypatch, caplog):
     assert "login refused" in caplog.text and "rejected credentials" in caplog.text
     assert secret not in caplog.text
     assert qiskit_backends.redact(f"x{secret}y") == "x***y"
+
+
+@pytest.mark.parametrize("mode", ["session", "batch"])
+def test_ibm_session_and_batch_modes_run_locally(mode):
+    def small(inputs, weights):
+        qml.RY(inputs[..., 0] * weights[0], wires=0)
+        return qml.expval(qml.PauliZ(0))
+
+    layer = QuantumLayer(small, 1, {"weights": 1}, backend="ibm:fake_manila", mode=mode, seed=3, shots=4000)
+    with torch.no_grad():
+        torch.nn.init.ones_(layer.weights)
+        out = layer(torch.tensor([[0.0], [math.pi]]))
+    assert out[0] > 0.8 and out[1] < -0.8  # cos(0) = 1, cos(pi) = -1, minus readout noise
+    assert type(layer.resolved_backend.estimator().mode).__name__ == mode.capitalize()
