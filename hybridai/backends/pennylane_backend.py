@@ -125,11 +125,11 @@ class PennyLaneBackend(QuantumBackend):
             default=torch.get_default_dtype(),
         )
         dtype = dtype if dtype.is_floating_point else torch.get_default_dtype()
-        split = [qml.transforms.broadcast_expand(t) for t in tapes]
-        method = self._method(dev, diff_method, split[0][0][0]) if tapes else "best"
+        method = self._method(dev, diff_method, tapes[0]) if tapes else "best"
         with _default_dtype(dtype):
-            if method == "backprop":
+            if method == "backprop":  # broadcast natively
                 return list(qml.execute(tapes, dev, diff_method=method))
+            split = [qml.transforms.broadcast_expand(t) for t in tapes]
             flat = [t for parts, _ in split for t in parts]
             results = list(qml.execute(flat, dev, diff_method=method))
         out, start = [], 0

@@ -134,7 +134,7 @@ class QuantumKernel(HybridModule):
     """
 
     domain = "quantum"
-    default_backend = "pennylane:default.qubit"
+    default_backend = "statevector"
 
     def __init__(
         self,

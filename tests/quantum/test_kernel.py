@@ -150,7 +150,7 @@ def test_shots_measure_distinct_pairs_once_in_one_call(kernel):
 
 
 def test_shots_are_differentiable_by_parameter_shift(kernel):
-    shots = QuantumKernel(zz_map, N, {"w": N}, shots=20000, seed=2).double()
+    shots = QuantumKernel(zz_map, N, {"w": N}, backend="pennylane:default.qubit", shots=20000, seed=2).double()
     shots.load_state_dict(kernel.state_dict())
     X = data(3).requires_grad_()
     shots.matrix(X).sum().backward()
