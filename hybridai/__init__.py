@@ -14,7 +14,8 @@ from .errors import (
     ShapeError,
 )
 from .module import HybridModule, place, summary
-from .quantum import QuantumKernel, QuantumLayer, psd_repair, target_alignment
+from .quantum import QuantumKernel, QuantumLayer, mitigation, psd_repair, target_alignment
+from .quantum.mitigation import ZNE
 from .spiking import (
     CUBA,
     LIF,
@@ -63,9 +64,11 @@ __all__ = [
     "ShapeError",
     "SpikeCountDecoder",
     "TimeDistributed",
+    "ZNE",
     "__version__",
     "backends",
     "events",
+    "mitigation",
     "place",
     "psd_repair",
     "spiking",

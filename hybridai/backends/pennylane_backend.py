@@ -58,6 +58,11 @@ class PennyLaneBackend(QuantumBackend):
                 f"backend='pennylane:{target}': no PennyLane device named {target!r} is installed; "
                 f"installed: {', '.join(names)}.{suggest(target, names)}"
             )
+        if options.get("mitigation") is not None:
+            raise invalid(
+                "mitigation", options["mitigation"], "None on PennyLane devices; ZNE runs on 'aer:...' or 'ibm:...'"
+            )
+        options.pop("mitigation", None)
         shots = options.pop("shots", None)
         if shots is not None and (isinstance(shots, bool) or not isinstance(shots, int) or shots < 1):
             raise invalid("shots", shots, "None (exact) or a positive int")

@@ -103,27 +103,26 @@ def fake_backend(name: str) -> Any:
 
 
 class _ShiftRule(torch.autograd.Function):
-    """Raw expectations ``[B, R]`` of a converted circuit; backward by the parameter-shift rule.
+    """Expectations ``[B, R]`` of a circuit (or its folds); backward by the parameter-shift rule.
 
-    The shifted evaluations are made in the SAME primitive call as the forward values.
+    ``run(base [B, P], shifted)`` returns noisy values ``[F, B, R]`` (F folded circuits; 1
+    without mitigation) and their Jacobian ``[F, K, B, R]`` for the K ``shifted`` parameters,
+    all from ONE primitive call; ``combine`` maps ``[F, B, R]`` to (values ``[B, R]``,
+    d values / d noisy ``[F, B, R]``), so mitigated gradients follow by the chain rule.
     """
 
     @staticmethod
-    def forward(ctx, run: Any, batch: int, differentiate: tuple[bool, ...], *params: torch.Tensor) -> torch.Tensor:
+    def forward(ctx, run: Any, combine: Any, batch: int, differentiate: tuple[bool, ...], *params: torch.Tensor):
         base = np.stack([np.broadcast_to(p.detach().cpu().double().numpy(), (batch,)) for p in params], -1)
         base = base if params else np.zeros((batch, 0))
         shifted = [k for k, need in enumerate(differentiate) if need]
-        values = [base]
-        for k in shifted:
-            for sign in (1.0, -1.0):
-                v = base.copy()
-                v[:, k] += sign * math.pi / 2
-                values.append(v)
-        evs = run(np.stack(values))  # [S, B, R]
+        noisy, jacobians = run(base, shifted)
+        value, weights = combine(noisy)
         ctx.shifted = shifted
         ctx.batched = [p.dim() > 0 for p in params]
-        ctx.jacobian = torch.as_tensor((evs[1::2] - evs[2::2]) / 2) if shifted else None  # [K, B, R]
-        return torch.as_tensor(evs[0], dtype=torch.float64)
+        if shifted:
+            ctx.jacobian = torch.as_tensor((weights[:, None] * jacobians).sum(0))  # [K, B, R]
+        return torch.as_tensor(np.asarray(value), dtype=torch.float64)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
@@ -131,7 +130,26 @@ class _ShiftRule(torch.autograd.Function):
         for j, k in enumerate(ctx.shifted):
             g = (ctx.jacobian[j].to(grad) * grad).sum(-1)
             grads[k] = g if ctx.batched[k] else g.sum()
-        return (None, None, None, *grads)
+        return (None, None, None, None, *grads)
+
+
+def _unmitigated(noisy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return noisy[0], np.ones_like(noisy)
+
+
+def _shifted_values(base: np.ndarray, occurrences: Any, shifted: list[int]) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Values ``[S, B, P_f]`` of one circuit: base, then +-pi/2 on each occurrence of a shifted parameter."""
+    v = occurrences.values(base) if occurrences is not None else base
+    position = {k: i for i, k in enumerate(shifted)}
+    index = occurrences.index if occurrences is not None else np.arange(base.shape[-1])
+    targets = [(j, position[int(index[j])]) for j in range(v.shape[-1]) if int(index[j]) in position]
+    values = [v]
+    for j, _ in targets:
+        for sign in (1.0, -1.0):
+            w = v.copy()
+            w[:, j] += sign * math.pi / 2
+            values.append(w)
+    return np.stack(values), targets
 
 
 class QiskitBackend(QuantumBackend):
@@ -150,6 +168,7 @@ class QiskitBackend(QuantumBackend):
         timeout: float | None = None,
         max_parameter_sets: int | None = None,
         optimization_level: int = 1,
+        mitigation: Any = None,
         **options: Any,
     ) -> None:
         for name, value in (("shots", shots), ("seed", seed), ("max_parameter_sets", max_parameter_sets)):
@@ -164,6 +183,18 @@ class QiskitBackend(QuantumBackend):
         super().__init__(target, **{k: v for k, v in (("shots", shots), ("seed", seed)) if v is not None}, **options)
         self.shots, self.seed, self.retries, self.backoff, self.timeout = shots, seed, retries, backoff, timeout
         self.max_parameter_sets, self.optimization_level = max_parameter_sets, optimization_level
+        from ..quantum.mitigation import ZNE
+
+        if mitigation is not None and not isinstance(mitigation, ZNE):
+            raise invalid("mitigation", mitigation, "None or hybridai.ZNE(...)")
+        if mitigation is not None and mitigation.engine == "ibm" and not isinstance(self, IBMBackend):
+            raise invalid(
+                "mitigation", mitigation, "engine='mitiq' on this backend (engine='ibm' needs an 'ibm:' backend)"
+            )
+        self.mitigation = mitigation
+        if mitigation is not None:
+            self.options["mitigation"] = mitigation
+        self.last_zne: Any = None
         self._transpiled: dict[tuple, tuple[Any, list[Any], Any]] = {}
         self._lock = threading.Lock()
         self.calls = 0
@@ -187,8 +218,9 @@ class QiskitBackend(QuantumBackend):
         """The backend circuits are transpiled for (``None``: no transpilation target)."""
         return None
 
-    def estimate(self, circuit: Any, observables: list[Any], values: np.ndarray, shots: int | None) -> np.ndarray:
-        """Expectations ``[S, B, R]`` of ``observables`` for parameter values ``[S, B, P]`` in one call."""
+    def estimate(self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], shots: int | None) -> list:
+        """Expectations ``[S_f, B, R]`` of each (circuit, observables) pair for its values ``[S_f, B, P_f]``,
+        all in ONE primitive call."""
         raise NotImplementedError
 
     # -- shared ------------------------------------------------------------------------------
@@ -226,6 +258,29 @@ class QiskitBackend(QuantumBackend):
                 self._transpiled[converted.key] = cached
         return cached
 
+    def folded(self, converted: Converted) -> list[tuple[Any, list[Any], Any]]:
+        """Mitiq-folded circuits (one per scale factor), re-transpiled at level 0 so folds survive."""
+        key = ("zne", converted.key, self.mitigation)
+        with self._lock:
+            cached = self._transpiled.get(key)
+        if cached is None:
+            from qiskit import transpile
+
+            from ..quantum.mitigation import fold
+
+            target = self.hardware()
+            cached = []
+            for circuit, occurrences in fold(converted.circuit, self.mitigation):
+                if target is not None:
+                    circuit = transpile(circuit, backend=target, optimization_level=0, seed_transpiler=1234)
+                    observables = [o.apply_layout(circuit.layout) for o in converted.observables]
+                else:
+                    observables = converted.observables
+                cached.append((circuit, observables, occurrences))
+            with self._lock:
+                self._transpiled[key] = cached
+        return cached
+
     def run_job(self, submit: Any) -> Any:
         """``submit()`` a job and return its result, retrying failures with exponential back-off."""
         for attempt in range(self.retries + 1):
@@ -252,13 +307,22 @@ class QiskitBackend(QuantumBackend):
             time.sleep(delay)
         raise AssertionError("unreachable")
 
-    def _chunks(self, values: np.ndarray) -> list[np.ndarray]:
-        s, b = values.shape[:2]
+    def _calls(self, sizes: list[int]) -> list[list[tuple[int, int, int]]]:
+        """Group (pair, start, stop) slices of parameter sets into calls of at most ``max_parameter_sets``."""
         limit = self.max_parameter_sets
-        if limit is None or s * b <= limit:
-            return [values]
-        flat = values.reshape(s * b, -1)
-        return [flat[i : i + limit][None] for i in range(0, s * b, limit)]
+        if limit is None or sum(sizes) <= limit:
+            return [[(f, 0, n) for f, n in enumerate(sizes)]]
+        calls, current, room = [], [], limit
+        for f, n in enumerate(sizes):
+            start = 0
+            while start < n:
+                take = min(room, n - start)
+                current.append((f, start, start + take))
+                start, room = start + take, room - take
+                if room == 0:
+                    calls.append(current)
+                    current, room = [], limit
+        return calls + ([current] if current else [])
 
     def execute(self, tapes: list[Any], *, wires: Any, diff_method: str = "best") -> list[Any]:
         if diff_method not in ("best", "parameter-shift"):
@@ -269,23 +333,47 @@ class QiskitBackend(QuantumBackend):
         return out
 
     def _execute(self, tape: Any, wires: list) -> Any:
+        from ..quantum.mitigation import ZNEResult
+
         converted = convert(tape, wires)
-        circuit, observables = self.transpiled(converted)
+        zne = self.mitigation if self.mitigation is not None and self.mitigation.engine == "mitiq" else None
+        circuits = self.folded(converted) if zne is not None else [(*self.transpiled(converted), None)]
         batch = tape.batch_size or 1
         params = [p if torch.is_tensor(p) else torch.tensor(float(p)) for p in converted.params]
         shots = tape.shots.total_shots if tape.shots else self.shots
+        n_obs = len(converted.observables)
 
-        def run(values: np.ndarray) -> np.ndarray:
-            s, b = values.shape[:2]
-            pieces = []
-            for chunk in self._chunks(values):
-                pieces.append(self.estimate(circuit, observables, chunk, shots).reshape(-1, len(observables)))
+        def run(base: np.ndarray, shifted: list[int]) -> tuple[np.ndarray, np.ndarray]:
+            prepared = [_shifted_values(base, occurrences, shifted) for _, _, occurrences in circuits]
+            flat = [values.reshape(-1, values.shape[-1]) for values, _ in prepared]
+            evs = [np.zeros((len(v), n_obs)) for v in flat]
+            for call in self._calls([len(v) for v in flat]):
+                pairs = [(circuits[f][0], circuits[f][1]) for f, _, _ in call]
+                out = self.estimate(pairs, [flat[f][a:b][None] for f, a, b in call], shots)
+                for (f, a, b), result in zip(call, out, strict=True):
+                    evs[f][a:b] = np.asarray(result).reshape(b - a, n_obs)
                 self.calls += 1
-                self.circuits += chunk.shape[0] * chunk.shape[1]
-            return np.concatenate(pieces).reshape(s, b, len(observables))
+                self.circuits += sum(b - a for _, a, b in call)
+            noisy = np.zeros((len(circuits), batch, n_obs))
+            jacobian = np.zeros((len(circuits), len(shifted), batch, n_obs))
+            for f, ((values, targets), e) in enumerate(zip(prepared, evs, strict=True)):
+                e = e.reshape(values.shape[0], batch, n_obs)
+                noisy[f] = e[0]
+                for i, (j, k) in enumerate(targets):
+                    scale = circuits[f][2].scale[j] if circuits[f][2] is not None else 1.0
+                    jacobian[f, k] += scale * (e[1 + 2 * i] - e[2 + 2 * i]) / 2
+            return noisy, jacobian
+
+        def combine(noisy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            if zne is None:
+                return _unmitigated(noisy)
+            value, weights = zne.combine(noisy)
+            coefficients = zne.coefficients if zne.linear else None
+            self.last_zne = ZNEResult(zne.scale_factors, noisy.copy(), value, zne.extrapolation, coefficients)
+            return value, weights
 
         differentiate = tuple(torch.is_grad_enabled() and p.requires_grad for p in params)
-        raw = _ShiftRule.apply(run, batch, differentiate, *params)
+        raw = _ShiftRule.apply(run, combine, batch, differentiate, *params)
         results = []
         for kind, where in converted.post:
             if kind == "expval":
@@ -358,6 +446,10 @@ class AerBackend(QiskitBackend):
             self.noise_model = _noise_from_rates(depolarizing, readout_error)
         else:
             self.noise_model = None
+        if self.mitigation is not None and self.noise_model is None:
+            import warnings
+
+            warnings.warn("ZNE on the noiseless 'aer' backend changes nothing but the cost", stacklevel=3)
         self._primitives: dict[str, Any] = {}
 
     @property
@@ -406,32 +498,38 @@ class AerBackend(QiskitBackend):
             )
         return self._primitives["sampler"]
 
-    def estimate(self, circuit: Any, observables: list[Any], values: np.ndarray, shots: int | None) -> np.ndarray:
+    def estimate(self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], shots: int | None) -> list:
         if shots is None and self.options.get("readout_error") is not None:
             raise invalid("shots", None, "a number of shots when readout_error is set (readout errors act on samples)")
         if shots is None:
-            pub = (circuit, _column(observables), values)
-            result = self.run_job(lambda: self._estimator().run([pub]))
-            return np.moveaxis(np.asarray(result[0].data.evs), 0, -1)  # [S, B, R]
-        return self._sampled(circuit, observables, values, shots)
+            pubs = [(c, _column(o), v) for (c, o), v in zip(pairs, values, strict=True)]
+            result = self.run_job(lambda: self._estimator().run(pubs))
+            return [np.moveaxis(np.asarray(r.data.evs), 0, -1) for r in result]  # each [S, B, R]
+        return self._sampled(pairs, values, shots)
 
-    def _sampled(self, circuit: Any, observables: list[Any], values: np.ndarray, shots: int) -> np.ndarray:
+    def _sampled(self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], shots: int) -> list:
         """Expectations from real samples: one measured circuit per qubit-wise commuting basis."""
-
-        groups = _basis_groups(observables)
-        pubs = [(self._measured(circuit, basis), values) for basis in groups]
-        result = self.run_job(lambda: self._sampler().run(pubs, shots=shots))
-        n = circuit.num_qubits
-        expectation: dict[str, np.ndarray] = {}
-        for g, basis in enumerate(groups):
-            labels = sorted(basis["labels"])
-            expectation.update(zip(labels, _parities(result[g].data.meas, labels, n), strict=True))
-        out = np.zeros(values.shape[:2] + (len(observables),))
-        for r, obs in enumerate(observables):
-            for label, coeff in zip(obs.paulis.to_labels(), obs.coeffs, strict=True):
-                term = 1.0 if set(label) == {"I"} else expectation[label]
-                out[..., r] += float(np.real(coeff)) * term
-        return out
+        plan = [(circuit, observables, _basis_groups(observables)) for circuit, observables in pairs]
+        pubs = [
+            (self._measured(circuit, basis), v)
+            for (circuit, _, groups), v in zip(plan, values, strict=True)
+            for basis in groups
+        ]
+        result = iter(self.run_job(lambda: self._sampler().run(pubs, shots=shots)))
+        outs = []
+        for f, (circuit, observables, groups) in enumerate(plan):
+            out = np.zeros(values[f].shape[:2] + (len(observables),))
+            n = circuit.num_qubits
+            expectation: dict[str, np.ndarray] = {}
+            for basis in groups:
+                labels = sorted(basis["labels"])
+                expectation.update(zip(labels, _parities(next(result).data.meas, labels, n), strict=True))
+            for r, obs in enumerate(observables):
+                for label, coeff in zip(obs.paulis.to_labels(), obs.coeffs, strict=True):
+                    term = 1.0 if set(label) == {"I"} else expectation[label]
+                    out[..., r] += float(np.real(coeff)) * term
+            outs.append(out)
+        return outs
 
     def _measured(self, circuit: Any, basis: dict) -> Any:
         key = ("measured", id(circuit), basis["key"])
@@ -553,11 +651,38 @@ class IBMBackend(QiskitBackend):
                 estimator.options.twirling.enable_measure = False
             if self.seed is not None and self.local:
                 estimator.options.simulator.seed_simulator = self.seed
+            zne = self.mitigation
+            if zne is not None and zne.engine == "ibm":
+                self._ibm_zne(estimator, zne)
             self._estimator_obj = estimator
         return self._estimator_obj
 
-    def estimate(self, circuit: Any, observables: list[Any], values: np.ndarray, shots: int | None) -> np.ndarray:
-        pub = (circuit, _column(observables), values)
+    @staticmethod
+    def _ibm_zne(estimator: Any, zne: Any) -> None:
+        """qiskit-ibm-runtime's own ZNE (client-side resilience); warns about what it ignores."""
+        import warnings
+
+        extrapolator = {
+            "linear": "linear",
+            "exp": "exponential",
+            "richardson": f"polynomial_degree_{len(zne.scale_factors) - 1}",
+            "poly": f"polynomial_degree_{zne.order}",
+        }[zne.extrapolation]
+        estimator.options.resilience.zne_mitigation = True
+        estimator.options.resilience.zne.noise_factors = list(zne.scale_factors)
+        estimator.options.resilience.zne.extrapolator = extrapolator
+        estimator.options.resilience.zne.amplifier = "gate_folding"
+        if zne.folding == "global":
+            warnings.warn(
+                "ZNE(engine='ibm') folds two-qubit gates (amplifier 'gate_folding'), not the whole circuit: "
+                "folding='global' is not available there",
+                stacklevel=3,
+            )
+        if zne.seed is not None:
+            warnings.warn("ZNE(engine='ibm') ignores seed= (IBM's folding chooses gates itself)", stacklevel=3)
+
+    def estimate(self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], shots: int | None) -> list:
+        pubs = [(c, _column(o), v) for (c, o), v in zip(pairs, values, strict=True)]
         precision = 1 / math.sqrt(shots or self.shots)
-        result = self.run_job(lambda: self.estimator().run([pub], precision=precision))
-        return np.moveaxis(np.asarray(result[0].data.evs), 0, -1)
+        result = self.run_job(lambda: self.estimator().run(pubs, precision=precision))
+        return [np.moveaxis(np.asarray(r.data.evs), 0, -1) for r in result]

@@ -130,7 +130,12 @@ def get(name: str | Backend, domain: str | None = None, **options: Any) -> Backe
         status = cls.is_available()
         if not status.available:
             raise BackendUnavailableError(f"backend {name!r} is not available here: {status.reason}")
-        backend = cls(target, **options)
+        try:
+            backend = cls(target, **options)
+        except TypeError as exc:
+            if "unexpected keyword argument" not in str(exc):
+                raise
+            raise ConfigError(f"backend={name!r} does not accept the option(s) {sorted(options)}: {exc}") from None
     if domain is not None and domain not in backend.domains:
         raise ConfigError(
             f"backend={backend.name!r} runs the {'/'.join(backend.domains)} domain, not {domain}; "

@@ -59,6 +59,7 @@ class QuantumLayer(HybridModule):
         init: initialiser applied in place to every weight (or ``{name: initialiser}``);
             default uniform angles in [0, 2*pi).
         n_inputs: expected input width; learnt from the first batch when ``None``.
+        mitigation: ``hybridai.ZNE(...)`` on noisy Qiskit backends (``aer:...``, ``ibm:...``).
         **backend_options: passed to the backend (``seed=...`` for example).
     """
 
@@ -76,9 +77,12 @@ class QuantumLayer(HybridModule):
         diff_method: str = "best",
         init: WeightInit | Mapping[str, WeightInit] | None = None,
         n_inputs: int | None = None,
+        mitigation: Any = None,
         **backend_options: Any,
     ) -> None:
         super().__init__()
+        if mitigation is not None:
+            backend_options["mitigation"] = mitigation
         if not callable(qfunc):
             raise invalid("qfunc", qfunc, "a PennyLane quantum function qfunc(inputs, **weights)")
         self.qfunc = qfunc
@@ -199,6 +203,11 @@ class QuantumLayer(HybridModule):
         self.n_inputs = batch.shape[1]
         self.n_outputs = out.shape[1]
         return out if inputs.ndim == 2 else out.squeeze(0)
+
+    @property
+    def last_mitigation(self) -> Any:
+        """The ``ZNEResult`` of the last forward pass (noisy values per scale factor), if any."""
+        return getattr(self.resolved_backend, "last_zne", None)
 
     @property
     def execution_stats(self) -> dict[str, int] | None:

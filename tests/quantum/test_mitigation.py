@@ -1,0 +1,142 @@
+"""Zero-noise extrapolation with Mitiq on noisy Aer backends."""
+
+import numpy as np
+import pennylane as qml
+import pytest
+import torch
+
+import hybridai
+from hybridai import ZNE, QuantumLayer
+from hybridai.errors import ConfigError
+from hybridai.quantum.mitigation import plot_zne
+
+NOISE = {"depolarizing": (0.01, 0.04)}
+
+
+def circuit(inputs, weights):
+    qml.AngleEmbedding(inputs, wires=range(2))
+    qml.BasicEntanglerLayers(weights, wires=range(2))
+    qml.CNOT(wires=[0, 1])
+    return qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliZ(0) @ qml.PauliZ(1))
+
+
+def layers(mitigation, **options):
+    torch.manual_seed(0)
+    ideal = QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend="statevector").double()
+    noisy = QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend="aer", mitigation=mitigation, **options).double()
+    noisy.load_state_dict(ideal.state_dict())
+    return ideal, noisy
+
+
+@pytest.mark.parametrize("extrapolation", ["richardson", "linear", "poly"])
+def test_linear_extrapolations_reduce_the_error_on_a_known_noise_model(extrapolation):
+    x = torch.rand(4, 2, dtype=torch.float64)
+    ideal, plain = layers(None, optimization_level=0, **NOISE)  # the same gates as the folded circuits
+    _, mitigated = layers(ZNE(scale_factors=(1, 3, 5), extrapolation=extrapolation, order=2), **NOISE)
+    with torch.no_grad():
+        exact, raw, zne = ideal(x), plain(x), mitigated(x)
+    gain = {"richardson": 0.2, "poly": 0.2, "linear": 0.9}[extrapolation]  # linear under-corrects exp. decay
+    assert (zne - exact).abs().mean() < gain * (raw - exact).abs().mean()
+    result = mitigated.last_mitigation
+    assert result.noisy.shape == (3, 4, 2) and np.allclose(result.noisy[0], raw.numpy(), atol=1e-12)
+    assert (np.diff(result.noisy[:, :, 0], axis=0) * np.sign(result.noisy[:1, :, 0]) < 0).all()  # decays
+
+
+@pytest.mark.parametrize("extrapolation", ["richardson", "linear", "poly", "exp"])
+def test_combination_equals_mitigs_factory(extrapolation):
+    from mitiq.zne import inference
+
+    zne = ZNE(scale_factors=(1, 2, 3, 5), extrapolation=extrapolation, order=2)
+    factory = {"richardson": inference.RichardsonFactory, "linear": inference.LinearFactory,
+               "poly": inference.PolyFactory, "exp": inference.ExpFactory}[extrapolation]  # fmt: skip
+    noisy = np.array([[0.81, 0.4], [0.66, 0.33], [0.54, 0.27], [0.36, 0.19]])
+    value, _ = zne.combine(noisy)
+    extra = (2,) if extrapolation == "poly" else ()
+    for j in range(2):
+        assert value[j] == pytest.approx(factory.extrapolate([1, 2, 3, 5], list(noisy[:, j]), *extra), abs=1e-9)
+    if extrapolation != "exp":
+        expected = [factory.extrapolate([1, 2, 3, 5], list(e), *extra) for e in np.eye(4)]
+        np.testing.assert_allclose(zne.coefficients, expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("extrapolation", ["richardson", "exp"])
+def test_gradients_through_zne_equal_finite_differences(extrapolation):
+    zne = ZNE(scale_factors=(1, 2, 3), extrapolation=extrapolation)
+    _, layer = layers(zne, **NOISE)
+    x = torch.rand(2, 2, dtype=torch.float64, requires_grad=True)
+    cot = torch.tensor([0.7, -1.3], dtype=torch.float64)
+    (layer(x) * cot).sum().backward()
+    h = 1e-4
+    with torch.no_grad():
+        for param, grad in ((x, x.grad), (layer.weights, layer.weights.grad)):
+            flat, g = param.view(-1), grad.view(-1)
+            for i in range(0, flat.numel(), 2):
+                flat[i] += h
+                up = (layer(x) * cot).sum()
+                flat[i] -= 2 * h
+                down = (layer(x) * cot).sum()
+                flat[i] += h
+                assert g[i].item() == pytest.approx(
+                    ((up - down) / (2 * h)).item(), abs=2e-5 if extrapolation != "exp" else 2e-3
+                )
+
+
+def test_batch_equals_per_sample_and_one_call_for_all_folds():
+    _, layer = layers(ZNE(scale_factors=(1, 3, 5)), **NOISE)
+    x = torch.rand(3, 2, dtype=torch.float64, requires_grad=True)
+    batch = layer(x)
+    # every angle occurrence of each fold is shifted separately: (2 inputs + 6 weights) x scale factor
+    assert layer.execution_stats == {"calls": 1, "circuits": 3 * sum(1 + 2 * 8 * s for s in (1, 3, 5))}
+    with torch.no_grad():
+        for i in range(3):
+            torch.testing.assert_close(layer(x[i]), batch[i].detach(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"scale_factors": ()}, "non-empty"),
+        ({"scale_factors": (0.5, 1, 3)}, ">= 1"),
+        ({"scale_factors": (1, 5, 3)}, "increasing"),
+        ({"scale_factors": (1,)}, "at least 2"),
+        ({"extrapolation": "cubic"}, "extrapolation="),
+        ({"folding": "local"}, "folding="),
+        ({"engine": "ibmq"}, "engine="),
+    ],
+)
+def test_invalid_settings(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        ZNE(**kwargs)
+
+
+def test_mitigation_only_where_it_means_something():
+    with pytest.raises(ConfigError, match="mitigation"):
+        QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend="statevector", mitigation=ZNE())
+    with pytest.raises(ConfigError, match="mitigation"):
+        QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend="pennylane:default.qubit", mitigation=ZNE())
+    with pytest.raises(ConfigError, match="engine='mitiq'"):
+        QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend="aer", mitigation=ZNE(engine="ibm"), **NOISE)
+    with pytest.warns(UserWarning, match="noiseless"):
+        QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend="aer", mitigation=ZNE())
+
+
+def test_ibm_engine_sets_runtime_resilience_and_warns_about_ignored_options():
+    zne = ZNE(scale_factors=(1, 3), extrapolation="linear", seed=3, engine="ibm")
+    layer = QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend="ibm:fake_manila", mitigation=zne)
+    with pytest.warns(UserWarning) as record:
+        estimator = layer.resolved_backend.estimator()
+    messages = " ".join(str(w.message) for w in record)
+    assert "folding='global'" in messages and "ignores seed" in messages
+    zne = estimator.options.resilience
+    assert zne.zne_mitigation and list(zne.zne.noise_factors) == [1.0, 3.0] and zne.zne.extrapolator == "linear"
+
+
+def test_plot_zne_writes_a_png(tmp_path):
+    _, layer = layers(ZNE(), **NOISE)
+    with torch.no_grad():
+        layer(torch.rand(2, 2, dtype=torch.float64))
+    path = plot_zne(layer.last_mitigation, str(tmp_path / "zne.png"), sample=1, column=1)
+    assert open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ConfigError, match="sample=5"):
+        plot_zne(layer.last_mitigation, str(tmp_path / "x.png"), sample=5)
+    assert hybridai.mitigation.plot_zne is plot_zne
