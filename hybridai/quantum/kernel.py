@@ -123,7 +123,7 @@ class QuantumKernel(HybridModule):
         gamma: RBF width of the projected kernel (1 / squared Frobenius distance units).
         backend: quantum backend name (default ``pennylane:default.qubit``).
         shots: ``None`` (exact) or the shots per circuit; shots imply compute-uncompute.
-        mitigation: error mitigation; ``None`` only (zero-noise extrapolation is not built yet).
+        mitigation: ``hybridai.ZNE(...)`` on noisy Qiskit backends (compute-uncompute circuits are folded).
         method: ``"auto"``, ``"statevector"`` or ``"compute-uncompute"`` (see module docstring).
         diff_method: gradient method, one of the backend's ``capabilities.diff_methods``.
         init: initialiser of every parameter (or ``{name: initialiser}``); default uniform [0, 2*pi).
@@ -165,10 +165,7 @@ class QuantumKernel(HybridModule):
         if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not math.isfinite(gamma) or gamma <= 0:
             raise invalid("gamma", gamma, "a positive finite float")
         if mitigation is not None:
-            raise ConfigError(
-                f"mitigation={mitigation!r} is not available yet: error mitigation arrives with the "
-                "zero-noise extrapolation (ZNE) feature; accepted now: None"
-            )
+            backend_options["mitigation"] = mitigation  # ZNE on the noisy Qiskit backends
         if progress is not None and not isinstance(progress, bool):
             raise invalid("progress", progress, "None, True or False")
         self.feature_map = feature_map
@@ -176,7 +173,7 @@ class QuantumKernel(HybridModule):
         self.kind = kind
         self.gamma = float(gamma)
         self.shots = None if shots is None else _positive_int("shots", shots)
-        self.mitigation = None
+        self.mitigation = mitigation
         self.n_features = None if n_features is None else _positive_int("n_features", n_features)
         self.block_size = _positive_int("block_size", block_size)
         self.progress = progress

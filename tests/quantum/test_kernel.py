@@ -304,7 +304,7 @@ def test_width_checks():
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"mitigation": "zne"}, ConfigError, r"mitigation='zne'.*zero-noise extrapolation.*accepted now: None"),
+        ({"mitigation": "zne"}, ConfigError, r"does not accept the option\(s\) \['mitigation'\]"),
         ({"kind": "quantum"}, ConfigError, r"kind='quantum'.*'fidelity', 'projected'"),
         ({"method": "exact"}, ConfigError, r"method='exact'"),
         ({"shots": 100, "method": "statevector"}, ConfigError, r"method='statevector'.*shots=100"),

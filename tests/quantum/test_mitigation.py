@@ -140,3 +140,18 @@ def test_plot_zne_writes_a_png(tmp_path):
     with pytest.raises(ConfigError, match="sample=5"):
         plot_zne(layer.last_mitigation, str(tmp_path / "x.png"), sample=5)
     assert hybridai.mitigation.plot_zne is plot_zne
+
+
+def test_quantum_kernel_with_zne_is_closer_to_the_noiseless_gram_matrix():
+    def feature_map(x):
+        qml.AngleEmbedding(x, wires=range(2))
+        qml.CNOT(wires=[0, 1])
+        qml.AngleEmbedding(x, wires=range(2), rotation="Y")
+
+    torch.manual_seed(3)
+    X = torch.rand(4, 2, dtype=torch.float64)
+    exact = hybridai.QuantumKernel(feature_map, 2).matrix(X)
+    plain = hybridai.QuantumKernel(feature_map, 2, backend="aer", optimization_level=0, **NOISE).matrix(X)
+    zne = hybridai.QuantumKernel(feature_map, 2, backend="aer", mitigation=ZNE(), **NOISE).matrix(X)
+    off = ~torch.eye(4, dtype=torch.bool)
+    assert (zne - exact)[off].abs().mean() < 0.3 * (plain - exact)[off].abs().mean()
