@@ -199,6 +199,7 @@ class QiskitBackend(QuantumBackend):
         self._lock = threading.Lock()
         self.calls = 0
         self.circuits = 0
+        self.primitive_seconds = 0.0  # time spent waiting for primitive jobs (the executions)
         self.last_step: dict[str, int] = {"calls": 0, "circuits": 0}
 
     @classmethod
@@ -285,6 +286,7 @@ class QiskitBackend(QuantumBackend):
         """``submit()`` a job and return its result, retrying failures with exponential back-off."""
         for attempt in range(self.retries + 1):
             job = None
+            started = time.perf_counter()
             try:
                 job = submit()
                 return job.result(timeout=self.timeout) if self.timeout else job.result()
@@ -294,6 +296,8 @@ class QiskitBackend(QuantumBackend):
                 error = sys.exc_info()[1]
             except Exception as exc:  # job failures and time-outs
                 error = exc
+            finally:
+                self.primitive_seconds += time.perf_counter() - started
             job_id = _job_id(job)
             if attempt == self.retries:
                 raise BackendExecutionError(

@@ -36,6 +36,8 @@ class ZNE:
     extrapolation: "richardson", "linear", "poly" (degree ``order``) or "exp".
     engine: "mitiq" (folding here, any noisy Qiskit backend) or "ibm" (qiskit-ibm-runtime's
         own resilience options, ``ibm:`` backends only).
+    asymptote: the known infinite-noise value for "exp" (0.0 for Pauli expectations under
+        depolarizing noise makes the fit a stable log-linear one); ``None`` fits it.
     """
 
     scale_factors: tuple[float, ...] = (1.0, 3.0, 5.0)
@@ -44,6 +46,7 @@ class ZNE:
     order: int = 2
     seed: int | None = None
     engine: str = "mitiq"
+    asymptote: float | None = None
     _coefficients: tuple[float, ...] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -90,11 +93,25 @@ class ZNE:
 
     def extrapolate(self, values: Any) -> float:
         """Mitiq's extrapolation of noisy ``values`` (one per scale factor) to zero noise."""
+        from mitiq.zne.inference import ExtrapolationError
+
         factory = self._factory()
-        return float(type(factory).extrapolate(self.scale_factors, list(values), *self._extra_args()))
+        try:
+            return float(type(factory).extrapolate(self.scale_factors, list(values), *self._extra_args()))
+        except ExtrapolationError as exc:
+            shown = [round(float(v), 6) for v in values]
+            raise ConfigError(
+                f"extrapolation={self.extrapolation!r} failed on the noisy values {shown} "
+                f"({exc}); accepted: asymptote=0.0 for Pauli expectations, or a linear extrapolation "
+                "('richardson', 'linear', 'poly')"
+            ) from None
 
     def _extra_args(self) -> tuple:
-        return (self.order,) if self.extrapolation == "poly" else ()
+        if self.extrapolation == "poly":
+            return (self.order,)
+        if self.extrapolation == "exp":
+            return (self.asymptote,)
+        return ()
 
     def _mitiq_coefficients(self) -> list[float]:
         eye = np.eye(len(self.scale_factors))

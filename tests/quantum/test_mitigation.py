@@ -155,3 +155,12 @@ def test_quantum_kernel_with_zne_is_closer_to_the_noiseless_gram_matrix():
     zne = hybridai.QuantumKernel(feature_map, 2, backend="aer", mitigation=ZNE(), **NOISE).matrix(X)
     off = ~torch.eye(4, dtype=torch.bool)
     assert (zne - exact)[off].abs().mean() < 0.3 * (plain - exact)[off].abs().mean()
+
+
+def test_exponential_fit_failure_is_a_clear_error():
+    zne = ZNE(extrapolation="exp")
+    with pytest.raises(ConfigError, match="asymptote=0.0"):
+        zne.combine(np.array([[0.5], [0.6], [0.9]]))  # grows with noise: no decaying exponential fits
+    stable = ZNE(extrapolation="exp", asymptote=0.0)
+    value, _ = stable.combine(np.array([[0.5], [0.25], [0.125]]))  # halves per two folds: 0.5 / sqrt(1/2)
+    assert value[0] == pytest.approx(0.5 * 2**0.5, rel=1e-6)
