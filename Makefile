@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint clean
+.PHONY: setup demo test lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,3 +26,13 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info site
+
+# Every benchmark (peer and hybridai side by side, ratios printed) into one Markdown file.
+bench: $(STAMP)
+	@echo "# Benchmarks ($$(date -u +%Y-%m-%d), $$(nproc) cores)" > benchmarks/RESULTS.md
+	@for script in benchmarks/*.py; do \
+		echo "running $$script"; \
+		printf '\n## %s\n\n' "$$script" >> benchmarks/RESULTS.md; \
+		$(PY) $$script >> benchmarks/RESULTS.md 2>/dev/null || echo "(failed)" >> benchmarks/RESULTS.md; \
+	done
+	@echo "wrote benchmarks/RESULTS.md"
