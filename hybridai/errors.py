@@ -62,6 +62,13 @@ def invalid(argument: str, value: object, accepted: str, cls: type[HybridAIError
     return cls(f"{argument}={value!r} is not valid; accepted: {accepted}")
 
 
+def positive_int(argument: str, value: object) -> int:
+    """``value`` if it is a positive int (not a bool), else a ConfigError naming ``argument``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise invalid(argument, value, "a positive int")
+    return value
+
+
 def suggest(name: str, candidates: Iterable[str], n: int = 3) -> str:
     """' Did you mean: a, b?' for the closest candidates, or '' when none is close."""
     import difflib

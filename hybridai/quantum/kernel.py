@@ -24,32 +24,19 @@ map's trainable parameters (on backends that differentiate what is measured).
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
-from torch import nn
 
-from ..errors import ConfigError, HybridAIError, ShapeError, UnsupportedOperationError, invalid
+from ..errors import ConfigError, HybridAIError, ShapeError, UnsupportedOperationError, invalid, positive_int
 from ..module import HybridModule
+from .weights import WeightInit, check_weight_shapes, register_weights
 
 KINDS = ("fidelity", "projected")
 METHODS = ("auto", "statevector", "compute-uncompute")
 DEFAULT_MAX_QUBITS = 8
-
-Init = Callable[[torch.Tensor], Any]
-
-
-def _positive_int(argument: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise invalid(argument, value, "a positive int")
-    return value
-
-
-def _uniform_angles(tensor: torch.Tensor) -> torch.Tensor:
-    return nn.init.uniform_(tensor, 0.0, 2 * math.pi)
 
 
 class IQPFeatureMap:
@@ -61,7 +48,7 @@ class IQPFeatureMap:
     """
 
     def __init__(self, n_qubits: int) -> None:
-        self.n_qubits = _positive_int("n_qubits", n_qubits)
+        self.n_qubits = positive_int("n_qubits", n_qubits)
 
     def __call__(self, x: torch.Tensor) -> None:
         import pennylane as qml
@@ -149,7 +136,7 @@ class QuantumKernel(HybridModule):
         mitigation: Any = None,
         method: str = "auto",
         diff_method: str = "best",
-        init: Init | Mapping[str, Init] | None = None,
+        init: WeightInit | Mapping[str, WeightInit] | None = None,
         n_features: int | None = None,
         block_size: int = 2048,
         progress: bool | None = None,
@@ -169,23 +156,16 @@ class QuantumKernel(HybridModule):
         if progress is not None and not isinstance(progress, bool):
             raise invalid("progress", progress, "None, True or False")
         self.feature_map = feature_map
-        self.n_qubits = _positive_int("n_qubits", n_qubits)
+        self.n_qubits = positive_int("n_qubits", n_qubits)
         self.kind = kind
         self.gamma = float(gamma)
-        self.shots = None if shots is None else _positive_int("shots", shots)
+        self.shots = None if shots is None else positive_int("shots", shots)
         self.mitigation = mitigation
-        self.n_features = None if n_features is None else _positive_int("n_features", n_features)
-        self.block_size = _positive_int("block_size", block_size)
+        self.n_features = None if n_features is None else positive_int("n_features", n_features)
+        self.block_size = positive_int("block_size", block_size)
         self.progress = progress
-        self.weight_shapes = self._check_weight_shapes(feature_map, weight_shapes or {})
-        for name, shape in self.weight_shapes.items():
-            param = nn.Parameter(torch.empty(shape))
-            initialiser = (init.get(name, _uniform_angles) if isinstance(init, Mapping) else init) or _uniform_angles
-            if not callable(initialiser):
-                raise invalid(f"init[{name!r}]" if isinstance(init, Mapping) else "init", initialiser, "a callable")
-            with torch.no_grad():
-                initialiser(param)
-            self.register_parameter(name, param)
+        self.weight_shapes = check_weight_shapes(self, feature_map, weight_shapes or {}, "feature_map")
+        register_weights(self, self.weight_shapes, init)
         self.set_backend(backend or self.default_backend, **backend_options)
         caps = self.resolved_backend.capabilities
         if diff_method not in caps.diff_methods:
@@ -198,36 +178,6 @@ class QuantumKernel(HybridModule):
         self.method  # noqa: B018  (validates method against the backend now, not at the first call)
 
     # ----------------------------------------------------------------- configuration
-
-    def _check_weight_shapes(self, feature_map: Callable[..., Any], weight_shapes: Any) -> dict[str, tuple[int, ...]]:
-        if not isinstance(weight_shapes, Mapping):
-            raise invalid("weight_shapes", weight_shapes, "None or a dict {name: shape} of feature_map's arguments")
-        try:
-            params = inspect.signature(feature_map).parameters
-        except (TypeError, ValueError):
-            params = {}
-        takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
-        named = [p for p in list(params.values())[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        shapes: dict[str, tuple[int, ...]] = {}
-        for name, shape in weight_shapes.items():
-            if not isinstance(name, str) or not name.isidentifier() or hasattr(self, name):
-                raise invalid("weight_shapes", name, "keys that are identifiers and not torch.nn.Module attributes")
-            if params and not takes_any and name not in {p.name for p in named}:
-                raise ConfigError(
-                    f"weight_shapes has key {name!r} but feature_map takes no argument of that name; "
-                    f"accepted keys: {sorted(p.name for p in named)}"
-                )
-            if isinstance(shape, int) and not isinstance(shape, bool):
-                shape = (shape,)
-            if not isinstance(shape, tuple | list) or any(
-                isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape
-            ):
-                raise invalid(f"weight_shapes[{name!r}]", shape, "a positive int or a tuple of positive ints")
-            shapes[name] = tuple(shape)
-        missing = [p.name for p in named if p.default is p.empty and p.name not in shapes]
-        if missing:
-            raise ConfigError(f"weight_shapes={dict(weight_shapes)!r} lacks the feature_map argument(s) {missing}")
-        return shapes
 
     @property
     def wires(self) -> list[int]:

@@ -9,40 +9,16 @@ Inside ``qfunc`` index features as ``inputs[..., i]`` so that batches broadcast.
 
 from __future__ import annotations
 
-import inspect
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
-from torch import nn
 
-from ..errors import ConfigError, HybridAIError, ShapeError, invalid
+from ..errors import ConfigError, HybridAIError, ShapeError, invalid, positive_int
 from ..module import HybridModule
+from .weights import WeightInit, check_weight_shapes, register_weights
 
-WeightInit = Callable[[torch.Tensor], Any]
 MEASUREMENTS = ("ExpectationMP", "VarianceMP", "ProbabilityMP")
-
-
-def uniform_angles(tensor: torch.Tensor) -> torch.Tensor:
-    """Default initialisation: angles uniform in [0, 2*pi)."""
-    return nn.init.uniform_(tensor, 0.0, 2 * math.pi)
-
-
-def _positive_int(argument: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise invalid(argument, value, "a positive int")
-    return value
-
-
-def _shape(name: str, shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, int) and not isinstance(shape, bool):
-        shape = (shape,)
-    if not isinstance(shape, tuple | list) or any(
-        isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape
-    ):
-        raise invalid(f"weight_shapes[{name!r}]", shape, "a positive int or a tuple of positive ints")
-    return tuple(shape)
 
 
 class QuantumLayer(HybridModule):
@@ -86,57 +62,17 @@ class QuantumLayer(HybridModule):
         if not callable(qfunc):
             raise invalid("qfunc", qfunc, "a PennyLane quantum function qfunc(inputs, **weights)")
         self.qfunc = qfunc
-        self.n_qubits = _positive_int("n_qubits", n_qubits)
-        self.shots = None if shots is None else _positive_int("shots", shots)
-        self.n_inputs = None if n_inputs is None else _positive_int("n_inputs", n_inputs)
+        self.n_qubits = positive_int("n_qubits", n_qubits)
+        self.shots = None if shots is None else positive_int("shots", shots)
+        self.n_inputs = None if n_inputs is None else positive_int("n_inputs", n_inputs)
         self.n_outputs: int | None = None
-        self.weight_shapes = self._check_weight_shapes(qfunc, weight_shapes)
-        for name, shape in self.weight_shapes.items():
-            param = nn.Parameter(torch.empty(shape))
-            initialiser = (init.get(name, uniform_angles) if isinstance(init, Mapping) else init) or uniform_angles
-            if not callable(initialiser):
-                raise invalid(f"init[{name!r}]" if isinstance(init, Mapping) else "init", initialiser, "a callable")
-            with torch.no_grad():
-                initialiser(param)
-            self.register_parameter(name, param)
+        self.weight_shapes = check_weight_shapes(self, qfunc, weight_shapes, "qfunc")
+        register_weights(self, self.weight_shapes, init)
         self.set_backend(backend or self.default_backend, **backend_options)
         accepted = self.resolved_backend.capabilities.diff_methods
         if diff_method not in accepted:
             raise invalid("diff_method", diff_method, f"one of {accepted} on backend {self.backend!r}")
         self.diff_method = diff_method
-
-    def _check_weight_shapes(self, qfunc: Callable[..., Any], weight_shapes: Any) -> dict[str, tuple[int, ...]]:
-        if not isinstance(weight_shapes, Mapping):
-            raise invalid("weight_shapes", weight_shapes, "a dict {name: shape} of the qfunc's weight arguments")
-        try:
-            params = inspect.signature(qfunc).parameters
-        except (TypeError, ValueError):
-            params = {}
-        positional = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
-        if params and not positional and not any(p.kind is p.VAR_POSITIONAL for p in params.values()):
-            raise invalid("qfunc", qfunc, "a function whose first argument receives the inputs")
-        named = {p.name for p in positional[1:]} | {p.name for p in params.values() if p.kind is p.KEYWORD_ONLY}
-        shapes: dict[str, tuple[int, ...]] = {}
-        for name, shape in weight_shapes.items():
-            if not isinstance(name, str) or not name.isidentifier():
-                raise invalid("weight_shapes", name, "keys that are valid Python identifiers")
-            if params and not takes_any and name not in named:
-                raise ConfigError(
-                    f"weight_shapes has key {name!r} but qfunc takes no argument of that name; "
-                    f"accepted keys: {sorted(named)}"
-                )
-            if hasattr(self, name):
-                raise invalid("weight_shapes", name, "names that are not attributes of torch.nn.Module")
-            shapes[name] = _shape(name, shape)
-        missing = [
-            p.name
-            for p in [*positional[1:], *(p for p in params.values() if p.kind is p.KEYWORD_ONLY)]
-            if p.default is p.empty and p.name not in shapes
-        ]
-        if missing:
-            raise ConfigError(f"weight_shapes={dict(weight_shapes)!r} lacks the qfunc argument(s) {missing}")
-        return shapes
 
     @property
     def wires(self) -> list[int]:

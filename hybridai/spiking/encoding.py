@@ -20,15 +20,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import ConfigError, ShapeError, invalid
+from ..errors import ConfigError, ShapeError, invalid, positive_int
 from ..module import HybridModule
 from .neurons import check_time_major
-
-
-def _positive_int(argument: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise invalid(argument, value, "a positive int")
-    return value
 
 
 def _finite_number(argument: str, value: Any, *, positive: bool = False) -> float:
@@ -84,7 +78,7 @@ class RateEncoder(_Encoder):
 
     def __init__(self, num_steps: int, *, gain: float = 1.0, seed: int = 0, clamp: bool = False) -> None:
         super().__init__()
-        self.num_steps = _positive_int("num_steps", num_steps)
+        self.num_steps = positive_int("num_steps", num_steps)
         self.gain = _finite_number("gain", gain, positive=True)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise invalid("seed", seed, "an int")
@@ -137,7 +131,7 @@ class RepeatEncoder(_Encoder):
 
     def __init__(self, num_steps: int) -> None:
         super().__init__()
-        self.num_steps = _positive_int("num_steps", num_steps)
+        self.num_steps = positive_int("num_steps", num_steps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = _check_static(x)
@@ -160,7 +154,7 @@ class LatencyEncoder(_Encoder):
 
     def __init__(self, num_steps: int, *, method: str = "linear", tau: float = 5.0, threshold: float = 0.01) -> None:
         super().__init__()
-        self.num_steps = _positive_int("num_steps", num_steps)
+        self.num_steps = positive_int("num_steps", num_steps)
         if method not in self.METHODS:
             raise invalid("method", method, f"one of {self.METHODS}")
         self.method = method

@@ -1,0 +1,74 @@
+"""Trainable arrays of quantum functions: validating ``weight_shapes`` against the function's
+signature and registering the parameters (shared by ``QuantumLayer`` and ``QuantumKernel``)."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..errors import ConfigError, invalid
+
+WeightInit = Callable[[torch.Tensor], Any]
+
+
+def uniform_angles(tensor: torch.Tensor) -> torch.Tensor:
+    """Default initialisation: angles uniform in [0, 2*pi)."""
+    return nn.init.uniform_(tensor, 0.0, 2 * math.pi)
+
+
+def check_weight_shapes(
+    module: nn.Module, function: Callable[..., Any], weight_shapes: Any, role: str
+) -> dict[str, tuple[int, ...]]:
+    """``{name: shape}`` checked against ``function(inputs, **weights)`` (``role`` names it in errors)."""
+    if not isinstance(weight_shapes, Mapping):
+        raise invalid("weight_shapes", weight_shapes, f"a dict {{name: shape}} of the {role}'s weight arguments")
+    try:
+        params = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        params = {}
+    positional = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if params and not positional and not any(p.kind is p.VAR_POSITIONAL for p in params.values()):
+        raise invalid(role, function, "a function whose first argument receives the inputs")
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    named = [*positional[1:], *(p for p in params.values() if p.kind is p.KEYWORD_ONLY)]
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, shape in weight_shapes.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise invalid("weight_shapes", name, "keys that are valid Python identifiers")
+        if params and not takes_any and name not in {p.name for p in named}:
+            raise ConfigError(
+                f"weight_shapes has key {name!r} but {role} takes no argument of that name; "
+                f"accepted keys: {sorted(p.name for p in named)}"
+            )
+        if hasattr(module, name):
+            raise invalid("weight_shapes", name, "names that are not attributes of torch.nn.Module")
+        if isinstance(shape, int) and not isinstance(shape, bool):
+            shape = (shape,)
+        if not isinstance(shape, tuple | list) or any(
+            isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape
+        ):
+            raise invalid(f"weight_shapes[{name!r}]", shape, "a positive int or a tuple of positive ints")
+        shapes[name] = tuple(shape)
+    missing = [p.name for p in named if p.default is p.empty and p.name not in shapes]
+    if missing:
+        raise ConfigError(f"weight_shapes={dict(weight_shapes)!r} lacks the {role} argument(s) {missing}")
+    return shapes
+
+
+def register_weights(
+    module: nn.Module, shapes: dict[str, tuple[int, ...]], init: WeightInit | Mapping[str, WeightInit] | None
+) -> None:
+    """Create and initialise one ``nn.Parameter`` per shape (``init``: a function or ``{name: function}``)."""
+    for name, shape in shapes.items():
+        param = nn.Parameter(torch.empty(shape))
+        initialiser = (init.get(name, uniform_angles) if isinstance(init, Mapping) else init) or uniform_angles
+        if not callable(initialiser):
+            raise invalid(f"init[{name!r}]" if isinstance(init, Mapping) else "init", initialiser, "a callable")
+        with torch.no_grad():
+            initialiser(param)
+        module.register_parameter(name, param)
