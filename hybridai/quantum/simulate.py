@@ -12,6 +12,7 @@ Everything is plain torch, so autograd gives exact gradients on CPU and CUDA.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 
@@ -62,6 +63,20 @@ class _Permute(torch.autograd.Function):
         return grad.index_select(1, inverse), None, None
 
 
+class _PermuteRows(torch.autograd.Function):
+    """``psi[:, perm].T`` as ONE contiguous gather: the permuted state laid out ``[2^n, B]``."""
+
+    @staticmethod
+    def forward(ctx, psi: torch.Tensor, perm: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(inverse)
+        return psi.T.index_select(0, perm)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (inverse,) = ctx.saved_tensors
+        return grad.index_select(0, inverse).T, None, None
+
+
 def permute(psi: torch.Tensor, perm: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
     """Basis permutation of ``psi [B, 2^n]``: ``out[:, s] = psi[:, perm[s]]``."""
     return _Permute.apply(psi, perm, inverse)
@@ -104,11 +119,14 @@ class Plan:
 
     def __init__(self, keys: list[tuple], n: int, fuse: bool, device: torch.device, cdtype: torch.dtype) -> None:
         self.n, self.device, self.cdtype = n, device, cdtype
-        self._bits = None
-        if n <= 8:  # flat (wire, bit) index of every basis state's factor: [2^n, n]
-            index = np.arange(2**n)[:, None]
-            wires = np.arange(n)[None, :]
-            self._bits = torch.as_tensor(2 * wires + ((index >> (n - 1 - wires)) & 1), device=device)
+        # product states: wires in groups of <= 8; per group, the flat (wire, bit) index of every
+        # basis state's factor, [2^k, k]
+        self._groups = []
+        size = math.ceil(n / math.ceil(n / 8)) if n else 1
+        for start in range(0, n, size):
+            k = min(size, n - start)
+            index, wires = np.arange(2**k)[:, None], np.arange(k)[None, :]
+            self._groups.append((start, torch.as_tensor(2 * wires + ((index >> (k - 1 - wires)) & 1), device=device)))
         start = 0
         if keys and keys[0][0] == "init":
             self.init: Callable[[list[Step], int], torch.Tensor] = self._init_given
@@ -145,12 +163,20 @@ class Plan:
         return state if state.dim() == 2 else state.expand(b, -1)
 
     def _init_product(self, steps: list[Step], prefix: list[int], b: int) -> torch.Tensor:
-        if len(prefix) == 1 and steps[prefix[0]].kind == "sq" and self._bits is not None:
-            step = steps[prefix[0]]
-            if step.wires == tuple(range(self.n)):  # one embedding layer: gather and multiply
-                columns = step.tensor[..., :, :, 0].reshape(-1, self.n * 2)  # [B, (wire, bit)]
-                state = columns[:, self._bits].prod(-1)
-                return state.expand(b, -1) if state.shape[0] == 1 else state
+        if len(prefix) == 1 and steps[prefix[0]].kind == "sq" and steps[prefix[0]].wires == tuple(range(self.n)):
+            # one embedding layer: per group of <= 8 wires gather-and-multiply, then kron the groups
+            columns = steps[prefix[0]].tensor[..., :, :, 0]  # [..., n, 2]
+            state = None
+            for start, bits in self._groups:
+                k = bits.shape[1]
+                group = columns[..., start : start + k, :].reshape(-1, 2 * k)
+                part = group[:, bits].prod(-1)
+                state = (
+                    part
+                    if state is None
+                    else (state.unsqueeze(-1) * part.unsqueeze(-2)).reshape(max(state.shape[0], part.shape[0]), -1)
+                )
+            return state.expand(b, -1) if state.shape[0] == 1 else state
         vectors: dict[int, torch.Tensor] = {}
         for i in prefix:
             step = steps[i]
@@ -187,19 +213,31 @@ class Plan:
             if keys[i][0] in ("mono", "diag"):
                 chain.append(i)
                 continue
+            before = None
             if chain:
-                funcs.append(self._monomial(keys, chain))
+                perm, inverse, const, gathers = self._chain(keys, chain)
+                if self._rotates(keys[i]) and const is None and not gathers and perm is not None:
+                    before = (perm, inverse)  # gathered in the same pass as the layer's transposed copy
+                else:
+                    funcs.append(self._monomial(keys, chain))
                 chain = []
-            funcs.append(self._sq(keys[i], i) if keys[i][0] == "sq" else self._dense(keys[i][1], i))
+            if keys[i][0] == "sq":
+                funcs.append(
+                    self._rotating_layer(keys[i][1], i, before) if self._rotates(keys[i]) else self._sq(keys[i], i)
+                )
+            else:
+                funcs.append(self._dense(keys[i][1], i))
         if chain:
             funcs.append(self._monomial(keys, chain))
         return funcs
 
+    def _rotates(self, key: tuple) -> bool:
+        """A constant single-qubit layer on at least half the wires runs as a rotating GEMM cycle."""
+        return key[0] == "sq" and not key[2] and 2 * len(key[1]) >= self.n
+
     def _sq(self, key: tuple, i: int) -> StateFn:
-        wires, batched = key[1], key[2]
+        wires = key[1]
         n = self.n
-        if not batched and 2 * len(wires) >= n:
-            return self._rotating_layer(wires, i)
         chunks = [
             (tuple(range(c, min(c + KRON_CHUNK, len(wires)))), wires[c : c + KRON_CHUNK])
             for c in range(0, len(wires), KRON_CHUNK)
@@ -213,12 +251,13 @@ class Plan:
 
         return apply
 
-    def _rotating_layer(self, wires: tuple[int, ...], i: int) -> StateFn:
+    def _rotating_layer(self, wires: tuple[int, ...], i: int, before: tuple | None = None) -> StateFn:
         """Single-qubit gates on (most) wires as a cycle of skinny GEMMs, with no copies between.
 
         On a state laid out as ``[q0..q_{n-1}, b]`` (one transposed copy), ``X.T @ M.T`` with
         ``X = view(2^c, -1)`` applies ``M`` to the leading c qubits AND moves them last; after
         a full cycle the layout is ``[b, q0..q_{n-1}]`` again. Wires without a gate get identity.
+        ``before``: a basis permutation (CNOT ring, ...) applied in the same pass as the copy.
         """
         n = self.n
         position = {w: j for j, w in enumerate(wires)}
@@ -232,7 +271,7 @@ class Plan:
             mats = steps[i].tensor
             eye = torch.eye(2, dtype=mats.dtype, device=mats.device)
             b = psi.shape[0]
-            x = psi.T
+            x = psi.T if before is None else _PermuteRows.apply(psi, *before)
             for chunk in chunks:
                 m = kron([eye if j is None else mats[j] for j in chunk])
                 x = x.reshape(m.shape[0], -1).T @ m.T
@@ -246,6 +285,21 @@ class Plan:
 
     def _monomial(self, keys: list[tuple], chain: list[int]) -> StateFn:
         """A run of permutation/phase gates and diagonal gates as one gather and one product."""
+        perm_t, inverse_t, const_t, gathers = self._chain(keys, chain)
+
+        def apply(psi: torch.Tensor, steps: list[Step]) -> torch.Tensor:
+            if perm_t is not None:
+                psi = permute(psi, perm_t, inverse_t)
+            phase = const_t
+            for j, idx in gathers:
+                e = steps[j].tensor[..., idx]
+                phase = e if phase is None else phase * e
+            return psi if phase is None else psi * phase
+
+        return apply
+
+    def _chain(self, keys: list[tuple], chain: list[int]) -> tuple:
+        """(permutation, its inverse, constant phases, [(step, gather index)]) of a monomial run."""
         n = self.n
         perm = np.arange(2**n, dtype=np.int64)
         const = np.ones(2**n, dtype=np.complex128)
@@ -266,17 +320,7 @@ class Plan:
         inverse_t = None if identity else torch.as_tensor(np.argsort(perm), device=self.device)
         const_t = None if np.allclose(const, 1) else torch.as_tensor(const, device=self.device).to(self.cdtype)
         gathers = [(j, torch.as_tensor(idx, device=self.device)) for j, idx in diags]
-
-        def apply(psi: torch.Tensor, steps: list[Step]) -> torch.Tensor:
-            if perm_t is not None:
-                psi = permute(psi, perm_t, inverse_t)
-            phase = const_t
-            for j, idx in gathers:
-                e = steps[j].tensor[..., idx]
-                phase = e if phase is None else phase * e
-            return psi if phase is None else psi * phase
-
-        return apply
+        return perm_t, inverse_t, const_t, gathers
 
     def _fused(self, funcs: list[StateFn]) -> StateFn:
         """Constant run -> its unitary (as R = U^T, built on the identity), applied as one GEMM."""
