@@ -1,4 +1,4 @@
-"""The ``hybridai`` command: ``backends``, ``info`` and ``demo`` (``--help`` on each)."""
+"""The ``hybridai`` command: ``backends``, ``info``, ``demo``, ``test-backend`` (``--help`` on each)."""
 
 from __future__ import annotations
 
@@ -69,6 +69,32 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _option(text: str) -> tuple[str, object]:
+    """``key=value`` with a Python literal value (``6``, ``None``, ``'x'``), else the text itself."""
+    import ast
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip().isidentifier():
+        raise argparse.ArgumentTypeError(f"option {text!r} is not key=value (e.g. -o shots=100)")
+    try:
+        return key.strip(), ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return key.strip(), value
+
+
+def cmd_test_backend(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from .testing import conformance_checks, run_conformance
+
+    options = dict(args.option or [])
+    total = sum(len(conformance_checks(name, options)) for name in args.backends)
+    with tqdm(total=total, desc="conformance", unit="check", leave=False, file=sys.stderr) as bar:
+        report = run_conformance(args.backends, options, atol=args.atol, progress=lambda r: bar.update())
+    print(report.table(0 if args.full else 110))
+    return 0 if report.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hybridai", description="Classical, quantum and spiking layers in one PyTorch model."
@@ -85,6 +111,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: fastest for these small models)")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser(
+        "test-backend",
+        help="run the backend conformance suite and print a pass/fail table (exit 1 on failure)",
+        description="Run hybridai's backend conformance suite (hybridai.testing) on each BACKEND and print a "
+        "pass/fail table; the exit status is 1 when a check fails.",
+    )
+    p.add_argument(
+        "backends", nargs="+", metavar="BACKEND", help="'family' or 'family:target', e.g. pennylane:lightning.qubit"
+    )
+    p.add_argument("-o", "--option", action="append", type=_option, metavar="KEY=VALUE",
+                   help="backend option (a Python literal), repeatable: -o shots=100 -o seed=3")  # fmt: skip
+    p.add_argument("--atol", type=float, default=None, help="tolerance of the exact-value and gradient checks")
+    p.add_argument("--full", action="store_true", help="print each check's detail in full")
+    p.set_defaults(func=cmd_test_backend)
     return parser
 
 

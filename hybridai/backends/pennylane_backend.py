@@ -84,7 +84,12 @@ class PennyLaneBackend(QuantumBackend):
         key = tuple(qml.wires.Wires(wires))
         with self._lock:
             if key not in self._devices:
-                self._devices[key] = qml.device(self.target, wires=list(key), **self.options)
+                try:
+                    self._devices[key] = qml.device(self.target, wires=list(key), **self.options)
+                except TypeError as exc:  # an option the device does not take
+                    raise invalid(
+                        "options", self.options, f"options that the {self.target} device takes ({exc})"
+                    ) from None
             return self._devices[key]
 
     @property

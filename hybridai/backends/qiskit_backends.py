@@ -180,6 +180,11 @@ class QiskitBackend(QuantumBackend):
             raise invalid("retries", retries, "a non-negative int")
         if optimization_level not in (0, 1, 2, 3):
             raise invalid("optimization_level", optimization_level, "0, 1, 2 or 3")
+        if options:
+            raise invalid(
+                "options", options, "shots, seed, retries, backoff, timeout, max_parameter_sets, optimization_level, "
+                "mitigation (aer: threads, depolarizing, readout_error; ibm: mode, resilience_level)",
+            )  # fmt: skip
         super().__init__(target, **{k: v for k, v in (("shots", shots), ("seed", seed)) if v is not None}, **options)
         self.shots, self.seed, self.retries, self.backoff, self.timeout = shots, seed, retries, backoff, timeout
         self.max_parameter_sets, self.optimization_level = max_parameter_sets, optimization_level

@@ -62,4 +62,6 @@ class TorchBackend(ClassicalBackend):
         return Capabilities(differentiable=True, exact=True, devices=(str(self.device),))
 
     def place(self, module: torch.nn.Module) -> torch.nn.Module:
+        if not isinstance(module, torch.nn.Module):
+            raise invalid("module", type(module).__name__, "a torch.nn.Module")
         return module.to(self.device)

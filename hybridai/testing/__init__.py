@@ -1,0 +1,94 @@
+"""Backend conformance suite: does a backend family keep the hybridai Backend contract?
+
+A plugin author runs it against a configured backend (``"family"`` or ``"family:target"``
+plus options), from pytest::
+
+    import pytest
+    from hybridai.testing import conformance_checks
+
+    @pytest.mark.parametrize("check", conformance_checks("photonic:ideal"), ids=str)
+    def test_conformance(check):
+        check()
+
+or from Python (``run_conformance(...)`` returns a ``Report``; ``print(report)`` is a table),
+or from the shell: ``hybridai test-backend photonic:ideal``. Checks: registration,
+capabilities, option errors, then per domain the result layout or placement, capability
+honesty (exact values against a reference, gradients against a reference or finite
+differences / the shift rule, randomness reproducible per seed), errors on bad input,
+serialization (``torch.save``/``torch.load``, state_dict) and thread safety of independent
+instances. See ``docs/plugins.md`` for the contract itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .suite import FAIL, PASS, SKIP, Check, CheckResult, ConformanceError, NotApplicable, Report, Subject
+
+__all__ = [
+    "FAIL",
+    "PASS",
+    "SKIP",
+    "Check",
+    "CheckResult",
+    "ConformanceError",
+    "NotApplicable",
+    "Report",
+    "assert_conforms",
+    "conformance_checks",
+    "run_conformance",
+]
+
+
+def conformance_checks(
+    backend: str, options: Mapping[str, Any] | None = None, *, atol: float | None = None
+) -> list[Check]:
+    """The checks for one configured backend, in order (registration first).
+
+    ``backend`` is ``"family"`` or ``"family:target"``; ``options`` are passed to the backend
+    as ``hybridai.backends.get(backend, **options)``; ``atol`` overrides the tolerance of the
+    exact-value and gradient checks (default 1e-10 in float64). When the family cannot be
+    loaded, only the registration check is returned (and it fails with the reason).
+    """
+    from ..backends import registry
+    from . import common, placement, quantum
+
+    subject = Subject(backend, dict(options or {}))
+    if atol is not None:
+        subject.cache["atol"] = float(atol)
+    checks = [Check("registration", subject, common.registration)]
+    try:
+        domains = registry.backend_class(subject.family).domains
+    except Exception:
+        return checks
+    checks.append(Check("capabilities", subject, common.capabilities))
+    checks.append(Check("option errors", subject, common.option_errors))
+    for domain in domains:
+        table = quantum.CHECKS if domain == "quantum" else placement.checks(domain)
+        checks += [Check(f"{domain}: {name}", subject, fn, (fn.__doc__ or "").strip()) for name, fn in table]
+    return checks
+
+
+def run_conformance(
+    backends: str | Iterable[str], options: Mapping[str, Any] | None = None, *, atol: float | None = None,
+    progress: Any = None,
+) -> Report:  # fmt: skip
+    """Run every check on each backend name; ``progress(result)`` is called after each check."""
+    names = [backends] if isinstance(backends, str) else list(backends)
+    results: list[CheckResult] = []
+    for name in names:
+        for check in conformance_checks(name, options, atol=atol):
+            result = check.run()
+            results.append(result)
+            if progress is not None:
+                progress(result)
+    return Report(results)
+
+
+def assert_conforms(backend: str, options: Mapping[str, Any] | None = None, *, atol: float | None = None) -> Report:
+    """Run the suite; raise ConformanceError with the whole table when a check fails."""
+    report = run_conformance(backend, options, atol=atol)
+    if not report.ok:
+        raise ConformanceError(f"{backend} fails {len(report.failures)} conformance check(s):\n{report.table(0)}")
+    return report
