@@ -8,6 +8,7 @@ from typing import Any
 
 from ..backends import registry
 from ..backends.base import DOMAINS, Availability, Backend, Capabilities, ClassicalBackend, QuantumBackend
+from ..errors import suggest
 from .suite import ConformanceError, NotApplicable, Subject, expect_error
 
 BOGUS_OPTION = "no_such_option_for_conformance"
@@ -18,8 +19,9 @@ def registration(s: Subject) -> str:
     """Listed, loadable, a Backend subclass of valid domains, available, and builds under its name."""
     if s.family not in registry.families():
         raise ConformanceError(
-            f"family {s.family!r} is not registered; known: {', '.join(registry.families())}. A plugin registers in "
-            f"the entry-point group {registry.ENTRY_POINT_GROUP!r}"
+            f"family {s.family!r} is not registered; known: {', '.join(registry.families())}."
+            f"{suggest(s.family, registry.families())} A plugin registers in the entry-point group "
+            f"{registry.ENTRY_POINT_GROUP!r}"
         )
     cls = registry.backend_class(s.family)  # a failed plugin raises BackendUnavailableError: a failure here
     if not (isinstance(cls, type) and issubclass(cls, Backend)):

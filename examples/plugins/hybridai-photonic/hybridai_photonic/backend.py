@@ -102,6 +102,7 @@ class PhotonicBackend(ClassicalBackend):
     draws from its own generator seeded by ``seed`` and its placement order).
     """
 
+    family = "photonic"  # the registry sets it again to the entry point's name
     domains = ("classical",)
 
     def __init__(self, target: str | None = None, *, seed: int | None = None, **options: Any) -> None:
@@ -155,9 +156,8 @@ class PhotonicBackend(ClassicalBackend):
     def place(self, module: Any) -> Any:
         """An ``nn.Linear`` that fits the chip becomes a ``PhotonicLinear`` (sharing its parameters);
         a ``PhotonicLinear`` is reprogrammed; every other module is returned unchanged (host CPU)."""
-        from torch import nn
-
         from hybridai import HybridModule
+        from torch import nn
 
         from .layer import PhotonicLinear
 

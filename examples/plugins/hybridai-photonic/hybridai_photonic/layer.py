@@ -14,11 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch import nn
-
 from hybridai import HybridModule, backends
 from hybridai.errors import ConfigError, ShapeError, invalid
 from hybridai.text_table import format_table
+from torch import nn
 
 from .backend import PhotonicBackend, PhotonicConfig
 from .mesh import Programmed, program

@@ -3,8 +3,10 @@
 A real weight matrix ``W = U diag(sigma) V^T`` is realised as ``s * U' diag(t') V'^T``:
 
 - ``V`` and ``U`` (orthonormal columns) become triangular meshes of MZIs between neighbouring
-  waveguides; each MZI is a rotation by one phase ``theta`` (Givens rotation), programmed with
-  ``phase_bits`` bits (a grid of ``2**phase_bits`` levels over [-pi, pi)).
+  waveguides; each MZI is a rotation by an angle ``theta`` in [-pi/2, pi/2] (a Givens rotation):
+  its internal phase ``phi = 2 |theta|`` is set by a heater whose 2*pi range is programmed with
+  ``phase_bits`` bits (steps of ``2 pi / 2**phase_bits``); the sign comes from an external phase
+  shifter at 0 or pi (exact).
 - ``t = sigma / s`` (``s`` = the largest singular value) are attenuators: MZIs with one port
   dropped, transmission ``cos(phi / 2)``, whose phase ``phi`` has the same precision.
 - ``s`` is applied electronically after detection (a gain).
@@ -41,12 +43,18 @@ class Mesh:
         return max(last, default=0)
 
 
-def quantise_phase(theta: np.ndarray, bits: int | None) -> np.ndarray:
-    """``theta`` on a grid of ``2**bits`` levels over [-pi, pi) (unchanged when ``bits`` is None)."""
+def quantise_phase(phi: np.ndarray, bits: int | None) -> np.ndarray:
+    """Phases on a heater's grid: steps of ``2 pi / 2**bits`` (unchanged when ``bits`` is None)."""
     if bits is None:
-        return theta
+        return phi
     step = 2 * math.pi / 2**bits
-    return np.round(np.asarray(theta) / step) * step
+    return np.round(np.asarray(phi) / step) * step
+
+
+def quantise_rotation(theta: np.ndarray, bits: int | None) -> np.ndarray:
+    """MZI rotation angles in [-pi/2, pi/2]: internal phase ``2 |theta|`` quantised, sign exact."""
+    theta = np.asarray(theta)
+    return np.sign(theta) * quantise_phase(2 * np.abs(theta), bits) / 2
 
 
 def decompose(a: np.ndarray) -> Mesh:
@@ -56,7 +64,8 @@ def decompose(a: np.ndarray) -> Mesh:
     rotations = []
     for j in range(k):
         for i in range(modes - 1, j, -1):  # zero r[i, j] with the pair (i-1, i), bottom-up
-            theta = math.atan2(r[i, j], r[i - 1, j])
+            a, b = r[i - 1, j], r[i, j]
+            theta = math.atan(b / a) if a != 0 else math.copysign(math.pi / 2, b)  # in [-pi/2, pi/2]
             c, s = math.cos(theta), math.sin(theta)
             upper, lower = r[i - 1, j:].copy(), r[i, j:].copy()
             r[i - 1, j:] = c * upper + s * lower
@@ -71,7 +80,7 @@ def realise(mesh: Mesh, bits: int | None) -> np.ndarray:
     k = len(mesh.signs)
     out = np.zeros((mesh.modes, k))
     out[np.arange(k), np.arange(k)] = mesh.signs
-    thetas = quantise_phase(np.array([t for _, t in mesh.rotations]), bits)
+    thetas = quantise_rotation(np.array([t for _, t in mesh.rotations]), bits)
     for (p, _), theta in zip(reversed(mesh.rotations), thetas[::-1], strict=True):
         c, s = math.cos(theta), math.sin(theta)
         upper, lower = out[p].copy(), out[p + 1].copy()

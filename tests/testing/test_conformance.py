@@ -1,0 +1,225 @@
+"""The conformance suite passes every built-in backend and catches dishonest ones with a clear report."""
+
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from hybridai.cli import main
+from hybridai.testing import Report, assert_conforms, conformance_checks, run_conformance
+from hybridai.testing.suite import FAIL, PASS, SKIP, ConformanceError
+
+BUILTINS = [
+    "torch",
+    "statevector",
+    "pennylane:default.qubit",
+    "pennylane:lightning.qubit",
+    "pennylane:default.mixed",
+    "aer",
+    "aer:fake_manila",
+    pytest.param("ibm:fake_manila", marks=pytest.mark.slow),  # about 14 s: local testing mode with 4096 shots
+]
+
+
+def _checks():
+    for entry in BUILTINS:
+        name, marks = (entry.values[0], entry.marks) if hasattr(entry, "values") else (entry, ())
+        for check in conformance_checks(name):
+            yield pytest.param(check, id=check.id, marks=marks)
+
+
+@pytest.mark.parametrize("check", list(_checks()))
+def test_builtin_backend_conforms(check):
+    check()  # raises ConformanceError with the reason, or skips a capability the backend does not claim
+
+
+def test_every_domain_has_its_checks():
+    names = [c.name for c in conformance_checks("torch")]
+    assert names[:3] == ["registration", "capabilities", "option errors"]
+    assert "classical: exact values" in names and "spiking: thread safety" in names
+    quantum = [c.name for c in conformance_checks("statevector")]
+    assert {"quantum: gradients", "quantum: shots per seed", "quantum: serialization"} <= set(quantum)
+    assert not any(n.startswith("classical") for n in quantum)
+
+
+def test_unknown_family_fails_registration_with_the_known_names():
+    report = run_conformance("pennylan")
+    assert [r.check for r in report.results] == ["registration"]
+    assert not report.ok and "Did you mean: 'pennylane'" in report.failures[0].detail
+
+
+def test_skips_say_what_is_not_claimed():
+    report = run_conformance("torch")
+    skipped = {r.check: r.detail for r in report.results if r.status == SKIP}
+    assert skipped == {
+        "classical: noise per seed": "claims neither noise nor shots: nothing random to seed",
+        "spiking: noise per seed": "claims neither noise nor shots: nothing random to seed",
+    }
+    assert report.ok and report.counts()[FAIL] == 0
+
+
+DISHONEST = '''
+    import torch
+    from hybridai import HybridModule, backends
+    from hybridai.backends import Capabilities, ClassicalBackend, QuantumBackend
+
+
+    class NoisyQPU(QuantumBackend):
+        """Claims exact, but adds a small deterministic error to every expectation."""
+
+        domains = ("quantum",)
+
+        def __init__(self, target=None, **options):
+            super().__init__(target, **options)
+            self.inner = backends.get("statevector", **options)
+
+        @property
+        def capabilities(self):
+            return Capabilities(differentiable=True, exact=True, diff_methods=("best", "backprop"))
+
+        def execute(self, tapes, *, wires, diff_method="best"):
+            g = torch.Generator().manual_seed(0)
+            out = []
+            for result in self.inner.execute(tapes, wires=wires, diff_method=diff_method):
+                parts = result if isinstance(result, tuple) else (result,)
+                noisy = tuple(p + 0.01 * torch.randn(p.shape, generator=g, dtype=p.dtype) for p in parts)
+                out.append(noisy if isinstance(result, tuple) else noisy[0])
+            return out
+
+
+    class _HalfGradient(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 0.5
+
+
+    class HalfGradientQPU(NoisyQPU):
+        """Exact values, but gradients half as large as they should be."""
+
+        def execute(self, tapes, *, wires, diff_method="best"):
+            out = []
+            for result in self.inner.execute(tapes, wires=wires, diff_method=diff_method):
+                parts = result if isinstance(result, tuple) else (result,)
+                halved = tuple(_HalfGradient.apply(p) for p in parts)
+                out.append(halved if isinstance(result, tuple) else halved[0])
+            return out
+
+
+    class _Noisy(HybridModule):
+        default_backend = "noisycpu"
+
+        def __init__(self, inner, backend):
+            super().__init__()
+            self.inner = inner
+            self.set_backend(backend)
+
+        def forward(self, x):
+            y = self.inner(x)
+            return y + 1e-3 * torch.randn(y.shape, dtype=y.dtype)
+
+
+    class NoisyCPU(ClassicalBackend):
+        """Claims exact, wraps every Linear in unseeded noise; swallows unknown options."""
+
+        domains = ("classical",)
+
+        @property
+        def capabilities(self):
+            return Capabilities(differentiable=True, exact=True)
+
+        def place(self, module):
+            if isinstance(module, torch.nn.Linear):
+                return _Noisy(module, self)
+            return module
+'''
+
+
+@pytest.fixture
+def dishonest(tmp_path, monkeypatch, fresh_registry):
+    """Three dishonest plugins installed through an entry point of a temporary distribution."""
+    (tmp_path / "dishonest_mod.py").write_text(textwrap.dedent(DISHONEST))
+    info = tmp_path / "hybridai_dishonest-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hybridai-dishonest\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[hybridai.backends]\n"
+        "noisyqpu = dishonest_mod:NoisyQPU\n"
+        "halfgrad = dishonest_mod:HalfGradientQPU\n"
+        "noisycpu = dishonest_mod:NoisyCPU\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    sys.modules.pop("dishonest_mod", None)
+
+
+def _by_check(report: Report) -> dict:
+    return {r.check: r for r in report.results}
+
+
+def test_claims_exact_but_noisy_fails_with_a_clear_report(dishonest, capsys):
+    report = run_conformance("noisyqpu")
+    rows = _by_check(report)
+    assert rows["registration"].status == PASS and "plugin hybridai-dishonest" in rows["registration"].detail
+    exact = rows["quantum: exact values"]
+    assert exact.status == FAIL
+    assert "claims exact=True but values of tape 0 differ by up to" in exact.detail
+    assert "tolerance atol=1e-10" in exact.detail and "expected" in exact.detail
+    assert rows["quantum: result layout"].status == PASS  # only the dishonest claim fails
+    table = report.table()
+    assert "FAIL" in table and "noisyqpu" in table
+
+    assert main(["test-backend", "noisyqpu"]) == 1
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "exact values" in x)
+    assert line.split()[:5] == ["noisyqpu", "quantum:", "exact", "values", "FAIL"]
+    assert out.splitlines()[-1].split()[3] == "FAIL"
+
+    with pytest.raises(ConformanceError, match="noisyqpu fails .* conformance check"):
+        assert_conforms("noisyqpu")
+    check = next(c for c in conformance_checks("noisyqpu") if c.name == "quantum: exact values")
+    with pytest.raises(ConformanceError, match="noisyqpu::quantum: exact values: claims exact=True"):
+        check()
+
+
+def test_wrong_gradients_fail(dishonest):
+    rows = _by_check(run_conformance("halfgrad"))
+    assert rows["quantum: exact values"].status == PASS
+    assert rows["quantum: gradients"].status == FAIL
+    assert "gradients w.r.t. inputs differ by up to" in rows["quantum: gradients"].detail
+
+
+def test_dishonest_classical_backend_fails(dishonest):
+    rows = _by_check(run_conformance("noisycpu"))
+    assert rows["classical: placement"].status == PASS, rows["classical: placement"].detail
+    assert rows["classical: exact values"].status == FAIL
+    assert "claims exact=True but outputs differ" in rows["classical: exact values"].detail
+    assert rows["option errors"].status == FAIL and "no error was raised" in rows["option errors"].detail
+    assert rows["classical: errors on bad input"].status == FAIL  # place('not a module') is not refused
+    assert rows["classical: thread safety"].status == FAIL  # unseeded noise: not what the serial run gave
+
+
+def test_cli_passes_options_and_exits_zero(capsys):
+    assert main(["test-backend", "statevector", "-o", "dtype='complex128'", "-o", "fuse_max_qubits=0"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[:3] == ["backend", "check", "result"]
+    assert out.splitlines()[-1].split()[:4] == ["total", "10", "checks", "PASS"]
+
+
+def test_cli_rejects_malformed_option(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["test-backend", "torch", "-o", "novalue"])
+    assert info.value.code == 2 and "is not key=value" in capsys.readouterr().err
+
+
+def test_exact_tolerance_can_be_loosened():
+    torch.manual_seed(0)
+    checks = conformance_checks("statevector", {"dtype": "complex64"})
+    exact = next(c for c in checks if c.name == "quantum: exact values").run()
+    assert exact.status == FAIL  # complex64 is not exact to 1e-10 ...
+    loose = conformance_checks("statevector", {"dtype": "complex64"}, atol=1e-5)
+    assert next(c for c in loose if c.name == "quantum: exact values").run().status == PASS  # ... but to 1e-5
