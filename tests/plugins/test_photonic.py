@@ -85,6 +85,10 @@ def test_place_moves_the_demo_models_linear_layers(photonic):
     assert 0 < (got - expected).abs().max() < 0.2  # 8-bit chip: close to, not equal to, the float model
     hybridai.place(model, classical="photonic:ideal")  # reprograms the photonic layers in place
     torch.testing.assert_close(model(x), expected, atol=1e-5, rtol=0)
+    torch.manual_seed(1)
+    plain = hybrid_model(4).state_dict()
+    model.load_state_dict(plain)  # a plain torch checkpoint loads into the placed model (same names)
+    assert torch.equal(model[0].weight, plain["0.weight"])
 
 
 def test_a_layer_too_large_for_the_chip_stays_on_torch(photonic):
@@ -205,12 +209,13 @@ def test_energy_model_uses_the_given_constants(photonic):
 
 
 @pytest.mark.slow
-def test_experiment_command_runs():
+def test_experiment_command_runs(tmp_path):
     import subprocess
 
     from tests.plugins.conftest import PLUGIN
 
     args = ["--epochs", "2", "--finetune-epochs", "1", "--noise-seeds", "2", "--bits", "4", "8", "--qubits", "4"]
+    args += ["--plot", str(tmp_path / "plot.png")]
     out = subprocess.run(
         [sys.executable, str(PLUGIN / "experiment.py"), *args], capture_output=True, text=True, timeout=300
     )
@@ -221,3 +226,4 @@ def test_experiment_command_runs():
     assert set(rows) == {"4", "8"}
     assert float(rows["4"][2]) < float(rows["8"][2])  # fewer bits, lower accuracy
     assert "PhotonicLinear  classical" in out.stdout and "photonic" in out.stdout
+    assert (tmp_path / "plot.png").stat().st_size > 1000

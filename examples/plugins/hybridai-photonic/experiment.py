@@ -3,7 +3,8 @@
 The hybrid model of ``hybridai demo`` (Linear 64->6, a 6-qubit circuit on ``statevector``,
 Linear 6->10) is trained once on torch; then both Linear layers are placed on the ``photonic``
 backend with phases, DAC and ADC at 4, 6 and 8 bits (default loss and detector noise), and the
-test accuracy is measured over several detector-noise seeds. Columns: all converters at b bits;
+test accuracy is measured over several detector-noise seeds (table printed, plot saved as
+experiment.png next to this script). Columns: all converters at b bits;
 phases only at b bits (DAC/ADC exact, no noise); and after a short hardware-aware fine-tuning on
 the chip (gradients pass the quantisers straight through).
 
@@ -65,6 +66,30 @@ def cell(values: list[float]) -> str:
     return f"{statistics.mean(values):.3f} +- {statistics.stdev(values):.3f}"
 
 
+def plot(results: dict, reference: float, args: argparse.Namespace) -> None:
+    """Accuracy vs bits as experiment.png next to this script."""
+    import pathlib
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bits = sorted(results)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for k, label in enumerate(["all at b bits", "phases only", f"+{args.finetune_epochs} epochs on chip"]):
+        means = [statistics.mean(results[b][k]) for b in bits]
+        ax.plot(bits, means, marker="o", label=label)
+    ax.axhline(reference, color="grey", linestyle="--", label="torch (float32)")
+    ax.axhline(0.1, color="lightgrey", linestyle=":", label="chance")
+    ax.set(xlabel="bits", ylabel="test accuracy", xticks=bits, ylim=(0, 1), title="digits demo model on the chip")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = pathlib.Path(args.plot) if args.plot else pathlib.Path(__file__).with_name("experiment.png")
+    fig.savefig(path, dpi=120)
+    print(f"\nsaved {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bits", type=int, nargs="+", default=[4, 6, 8])
@@ -73,6 +98,7 @@ def main() -> None:
     parser.add_argument("--noise-seeds", type=int, default=5, help="detector-noise seeds per setting (default 5)")
     parser.add_argument("--qubits", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--plot", default=None, help="plot file (default: experiment.png here)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     start = time.perf_counter()
@@ -89,7 +115,7 @@ def main() -> None:
     ideal = accuracies(model, x_te, y_te, seeds[:1], **{"phase_bits": None, "input_bits": None, "adc_bits": None,
                                                         "detector_noise": 0.0})  # fmt: skip
     rows.append(["photonic:ideal", "exact", cell(ideal), "", "", ""])
-    example = None
+    example, results = None, {}
     for bits in args.bits:
         full = {"phase_bits": bits, "input_bits": bits, "adc_bits": bits}
         deployed = accuracies(model, x_te, y_te, seeds, **full)
@@ -101,10 +127,12 @@ def main() -> None:
         finetuned = accuracies(tuned, x_te, y_te, seeds, **full)
         _, joules = energy_report(on_chip(model, 0, **full))
         rows.append(["photonic", str(bits), cell(deployed), cell(phases), cell(finetuned), f"{joules * 1e12:.1f}"])
+        results[bits] = (deployed, phases, finetuned)
         example = example or on_chip(model, 0, **full)
     headers = ["Linear layers on", "bits", "all at b bits", "phases only", f"+{args.finetune_epochs} epochs on chip",
                "energy / inference (pJ)"]  # fmt: skip
     print(format_table(headers, rows))
+    plot(results, float(rows[0][2]), args)
     print("\nall at b bits: phases, DAC and ADC at b bits, 0.1 dB per MZI column, detector noise 1e-3 of full scale")
     print("phases only: MZI phases at b bits, exact converters, no noise (one run: deterministic)")
     print("energy: illustrative constants (hybridai_photonic.PhotonicEnergy defaults), both Linear layers\n")
