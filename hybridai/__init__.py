@@ -33,7 +33,12 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    """scikit-learn estimators (QSVC, QSVR, QuantumKernelRidge) are imported on first use."""
+    """scikit-learn estimators (QSVC, QSVR, QuantumKernelRidge) and the backend conformance suite
+    (``hybridai.testing``) are imported on first use."""
+    if name == "testing":
+        import importlib
+
+        return importlib.import_module(".testing", __name__)
     if name in ("QSVC", "QSVR", "QuantumKernelRidge"):
         from .quantum import estimators
 
@@ -74,4 +79,5 @@ __all__ = [
     "spiking",
     "summary",
     "target_alignment",
+    "testing",
 ]

@@ -223,3 +223,15 @@ def test_exact_tolerance_can_be_loosened():
     assert exact.status == FAIL  # complex64 is not exact to 1e-10 ...
     loose = conformance_checks("statevector", {"dtype": "complex64"}, atol=1e-5)
     assert next(c for c in loose if c.name == "quantum: exact values").run().status == PASS  # ... but to 1e-5
+
+
+def test_cli_help_and_lazy_attribute():
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-m", "hybridai", "test-backend", "--help"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.startswith("usage: hybridai test-backend") and "KEY=VALUE" in out.stdout
+    code = "import sys, hybridai; assert 'hybridai.testing' not in sys.modules; print(hybridai.testing.run_conformance)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and "run_conformance" in out.stdout, out.stderr
