@@ -96,7 +96,10 @@ def place(
     classical: str | None = None,
     **options: Any,
 ) -> nn.Module:
-    """Re-target every layer of a domain to a backend; returns ``model`` (changed in place).
+    """Re-target every layer of a domain to a backend; returns the placed model.
+
+    The model is changed in place; the returned object is ``model`` itself unless the
+    classical backend wraps the root module (a bare ``nn.Linear`` on a plugin backend).
 
     ``place(model, quantum="pennylane:lightning.qubit", classical="torch:cuda")``. Plain
     ``nn.Module`` layers are classical and are handed to the classical backend, which moves
@@ -105,28 +108,24 @@ def place(
     """
     targets = {"quantum": quantum, "spiking": spiking, "classical": classical}
     resolved = {d: backends.get(n, domain=d, **options) for d, n in targets.items() if n is not None}
-    for domain, backend in resolved.items():
-        for _, layer in _layers(model):
-            if isinstance(layer, HybridModule) and layer.domain == domain:
-                layer.set_backend(backend)
-                if isinstance(backend, ClassicalBackend):
-                    backend.place(layer)
-    classical_backend = resolved.get("classical")
-    if isinstance(classical_backend, ClassicalBackend):
-        _place_plain(model, classical_backend)
-    return model
+    return _place_tree(model, resolved)
 
 
-def _place_plain(module: nn.Module, backend: ClassicalBackend) -> None:
+def _place_tree(module: nn.Module, resolved: dict[str, Backend]) -> nn.Module:
+    """Place ``module`` and its subtree; return what stands in its place (moved or wrapped)."""
+    if isinstance(module, HybridModule):
+        backend = resolved.get(module.domain)
+        if backend is None:
+            return module
+        module.set_backend(backend)
+        return backend.place(module) if isinstance(backend, ClassicalBackend) else module
     for name, child in list(module.named_children()):
-        if isinstance(child, HybridModule):
-            continue
-        if next(child.children(), None) is None or next(child.parameters(recurse=False), None) is not None:
-            placed = backend.place(child)
-            if placed is not child:
-                setattr(module, name, placed)
-        else:
-            _place_plain(child, backend)
+        placed = _place_tree(child, resolved)
+        if placed is not child:
+            setattr(module, name, placed)
+    leaf = next(module.children(), None) is None or next(module.parameters(recurse=False), None) is not None
+    classical = resolved.get("classical")
+    return classical.place(module) if leaf and isinstance(classical, ClassicalBackend) else module
 
 
 def summary(model: nn.Module, *, show: bool = True) -> str:
