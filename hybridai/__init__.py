@@ -4,7 +4,7 @@ The public API, re-exported. Importing hybridai imports torch only; each backend
 stack (PennyLane, Qiskit, Mitiq, nengo, akida) is imported when first used.
 """
 
-from . import backends, events, spiking
+from . import backends, events, spiking, training
 from .errors import (
     BackendNotFoundError,
     BackendUnavailableError,
@@ -28,6 +28,8 @@ from .spiking import (
     SpikeCountDecoder,
     TimeDistributed,
 )
+
+from .training import load, save
 
 __version__ = "0.1.0"
 
@@ -73,11 +75,14 @@ __all__ = [
     "__version__",
     "backends",
     "events",
+    "load",
     "mitigation",
     "place",
     "psd_repair",
+    "save",
     "spiking",
     "summary",
     "target_alignment",
+    "training",
     "testing",
 ]
