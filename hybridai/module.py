@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 from torch import nn
 
 from . import backends
-from .backends.base import DOMAINS, Backend, ClassicalBackend
-from .errors import invalid
+from .backends.base import DOMAINS, Backend, ClassicalBackend, NeuromorphicBackend
+from .errors import UnsupportedOperationError, invalid
 from .text_table import format_table
 
 
@@ -43,7 +43,7 @@ class HybridModule(nn.Module):
 
     def set_backend(self, backend: str | Backend, **options: Any) -> HybridModule:
         """Re-target this layer; raises a HybridAIError for unknown or wrong-domain backends."""
-        resolved = backends.get(backend, domain=self.domain, **options)
+        resolved = _not_neuromorphic(backends.get(backend, domain=self.domain, **options))
         self._backend_name = resolved.name
         self._backend_options = dict(options)
         self._backend = resolved
@@ -68,6 +68,17 @@ class HybridModule(nn.Module):
 
     def extra_repr(self) -> str:
         return f"backend={self._backend_name!r}"
+
+
+def _not_neuromorphic(backend: Backend) -> Backend:
+    """Neuromorphic backends take whole trained networks (``hybridai.deploy``), never single layers."""
+    if isinstance(backend, NeuromorphicBackend):
+        raise UnsupportedOperationError(
+            f"backend={backend.name!r} is a neuromorphic chip: it runs a whole trained network, not one layer; "
+            f"accepted here: a spiking backend such as 'torch', or deploy the model with "
+            f"hybridai.deploy(model, backend={backend.name!r})"
+        )
+    return backend
 
 
 def _layers(model: nn.Module, prefix: str = "") -> Iterator[tuple[str, nn.Module]]:
@@ -107,7 +118,7 @@ def place(
     the model untouched.
     """
     targets = {"quantum": quantum, "spiking": spiking, "classical": classical}
-    resolved = {d: backends.get(n, domain=d, **options) for d, n in targets.items() if n is not None}
+    resolved = {d: _not_neuromorphic(backends.get(n, domain=d, **options)) for d, n in targets.items() if n is not None}
     return _place_tree(model, resolved)
 
 

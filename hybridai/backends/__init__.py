@@ -1,7 +1,15 @@
 """Backend registry and the Backend contract. See ``registry`` and ``base``."""
 
 from . import pennylane_backend, qiskit_backends, statevector, torch_backend  # noqa: F401  (built-ins register themselves)
-from .base import DOMAINS, Availability, Backend, Capabilities, ClassicalBackend, QuantumBackend
+from .base import (
+    DOMAINS,
+    Availability,
+    Backend,
+    Capabilities,
+    ClassicalBackend,
+    NeuromorphicBackend,
+    QuantumBackend,
+)
 from .registry import ENTRY_POINT_GROUP, BackendInfo, available, families, get, register, reload
 
 __all__ = [
@@ -12,6 +20,7 @@ __all__ = [
     "BackendInfo",
     "Capabilities",
     "ClassicalBackend",
+    "NeuromorphicBackend",
     "QuantumBackend",
     "available",
     "families",

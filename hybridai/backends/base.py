@@ -102,3 +102,19 @@ class QuantumBackend(Backend):
         dimension. Gradients must flow to every torch parameter of the tapes when
         ``capabilities.differentiable`` is true.
         """
+
+
+class NeuromorphicBackend(Backend):
+    """Compiles a trained spiking (or quantized) model to a chip's number formats and runs it.
+
+    Neuromorphic chips take whole networks, not single layers: ``hybridai.deploy`` calls
+    ``compile`` once and then runs the returned ``CompiledNetwork`` (see
+    ``hybridai.neuromorphic.activity``). Compiled networks are not differentiable.
+    """
+
+    domains = ("spiking",)
+
+    @abstractmethod
+    def compile(self, model: Any, *, calibration: Any = None) -> Any:
+        """Return a ``CompiledNetwork`` for ``model`` (an ``nn.Sequential``), quantized with the help of
+        ``calibration`` (a batch in the model's input layout) where the chip needs activation ranges."""

@@ -7,7 +7,15 @@ import io
 from typing import Any
 
 from ..backends import registry
-from ..backends.base import DOMAINS, Availability, Backend, Capabilities, ClassicalBackend, QuantumBackend
+from ..backends.base import (
+    DOMAINS,
+    Availability,
+    Backend,
+    Capabilities,
+    ClassicalBackend,
+    NeuromorphicBackend,
+    QuantumBackend,
+)
 from ..errors import suggest
 from .suite import ConformanceError, NotApplicable, Subject, expect_error
 
@@ -28,10 +36,12 @@ def registration(s: Subject) -> str:
         raise ConformanceError(f"{cls!r} is not a subclass of hybridai.backends.Backend")
     if not cls.domains or any(d not in DOMAINS for d in cls.domains):
         raise ConformanceError(f"{cls.__name__}.domains={cls.domains!r}; accepted: a non-empty subset of {DOMAINS}")
-    needs = {"quantum": QuantumBackend, "classical": ClassicalBackend, "spiking": ClassicalBackend}
+    needs = {"quantum": (QuantumBackend,), "classical": (ClassicalBackend,)}
+    needs["spiking"] = (ClassicalBackend, NeuromorphicBackend)
     for domain in cls.domains:
         if not issubclass(cls, needs[domain]):
-            raise ConformanceError(f"{cls.__name__} runs the {domain} domain but is not a {needs[domain].__name__}")
+            kinds = " or ".join(k.__name__ for k in needs[domain])
+            raise ConformanceError(f"{cls.__name__} runs the {domain} domain but is not a {kinds}")
     status = cls.is_available()
     if not isinstance(status, Availability):
         raise ConformanceError(f"{cls.__name__}.is_available() returned {status!r}, not a hybridai Availability")
