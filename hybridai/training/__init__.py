@@ -1,6 +1,8 @@
-"""Training utilities: atomic, resumable checkpoints (``save`` / ``load``) and a ``fit`` loop."""
+"""Training utilities: atomic, resumable checkpoints (``save`` / ``load``), a ``fit`` loop, and
+data-parallel helpers in ``hybridai.training.distributed`` (DDP, samplers, a sharded Gram matrix)."""
 
+from . import distributed
 from .checkpoint import load, save
 from .fit import fit
 
-__all__ = ["fit", "load", "save"]
+__all__ = ["distributed", "fit", "load", "save"]
