@@ -1,6 +1,11 @@
+import math
+import sys
+
+import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from hybridai.errors import HybridAIError, MissingExtraError
 from hybridai.training import fit
 
 
@@ -53,3 +58,133 @@ def test_early_stopping_and_callbacks():
         progress=True,
     )
     assert len(hist) == 2 and "val_loss" not in hist[0]
+
+
+def _regression(seed=0):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    return model, torch.optim.SGD(model.parameters(), lr=0.05)
+
+
+def _record_dtypes(model):
+    seen = []
+    model[0].register_forward_hook(lambda module, args, out: seen.append(out.dtype))
+    return seen
+
+
+def test_amp_bfloat16_on_cpu_runs_forward_under_autocast():
+    model, optimizer = _regression()
+    seen = _record_dtypes(model)
+    hist = fit(
+        model,
+        DataLoader(_data(0), batch_size=16),
+        DataLoader(_data(1), batch_size=32),
+        torch.nn.functional.mse_loss,
+        optimizer,
+        4,
+        amp=torch.bfloat16,
+        progress=False,
+    )
+    assert seen and set(seen) == {torch.bfloat16}
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # weights stay in full precision
+    assert all(isinstance(h["train_loss"], float) and math.isfinite(h["train_loss"]) for h in hist)
+    assert hist[-1]["val_loss"] < hist[0]["val_loss"]
+    model, optimizer = _regression()
+    seen = _record_dtypes(model)
+    fit(model, DataLoader(_data(0), batch_size=16), None, torch.nn.functional.mse_loss, optimizer, 1, progress=False)
+    assert set(seen) == {torch.float32}  # amp=None: no autocast
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_amp_on_cuda(dtype):
+    model, optimizer = _regression()
+    model = model.cuda()
+    seen = _record_dtypes(model)
+    hist = fit(
+        model,
+        DataLoader(_data(0), batch_size=16),
+        DataLoader(_data(1), batch_size=32),
+        torch.nn.functional.mse_loss,
+        optimizer,
+        4,
+        device="cuda",
+        amp=dtype,
+        progress=False,
+    )
+    assert set(seen) == {dtype}
+    assert hist[-1]["val_loss"] < hist[0]["val_loss"]
+
+
+def test_tensorboard_writes_scalars_per_epoch(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    model, optimizer = _regression()
+    hist = fit(
+        model,
+        DataLoader(_data(0), batch_size=16),
+        DataLoader(_data(1), batch_size=32),
+        torch.nn.functional.mse_loss,
+        optimizer,
+        3,
+        progress=False,
+        tensorboard=tmp_path / "run",
+    )
+    events = EventAccumulator(str(tmp_path / "run"))
+    events.Reload()
+    assert set(events.Tags()["scalars"]) == {"train_loss", "val_loss", "lr"}
+    for name in ("train_loss", "val_loss"):
+        scalars = events.Scalars(name)
+        assert [s.step for s in scalars] == [0, 1, 2]
+        assert [s.value for s in scalars] == pytest.approx([h[name] for h in hist], rel=1e-6)
+    assert [s.value for s in events.Scalars("lr")] == pytest.approx([0.05] * 3)
+
+
+def test_tensorboard_missing_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tensorboard", None)  # import tensorboard -> ImportError
+    model, optimizer = _regression()
+    with pytest.raises(MissingExtraError, match=r"pip install 'hybridai\[tensorboard\]'"):
+        fit(model, [], None, torch.nn.functional.mse_loss, optimizer, 1, tensorboard=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def _fit_call(**changes):
+    model, optimizer = _regression()
+    arguments = {
+        "model": model,
+        "train_data": DataLoader(_data(0), batch_size=16),
+        "val_data": None,
+        "loss": torch.nn.functional.mse_loss,
+        "optimizer": optimizer,
+        "epochs": 1,
+        "progress": False,
+    }
+    arguments.update(changes)
+    return lambda: fit(**arguments)
+
+
+@pytest.mark.parametrize(
+    "changes, match",
+    [
+        ({"model": "net"}, r"model='str'.*torch.nn.Module"),
+        ({"train_data": None}, r"train_data='NoneType'.*iterable of \(x, y\) batches"),
+        ({"val_data": 3}, r"val_data='int'.*None or an iterable"),
+        ({"loss": "mse"}, r"loss='mse'.*callable loss\(output, target\)"),
+        ({"optimizer": "sgd"}, r"optimizer='str'.*torch.optim.Optimizer"),
+        ({"epochs": 0}, r"epochs=0.*positive int"),
+        ({"epochs": True}, r"epochs=True.*positive int"),
+        ({"patience": 0}, r"patience=0.*None or a positive int"),
+        ({"callbacks": print}, r"callbacks=<built-in function print>.*iterable of callables"),
+        ({"callbacks": [print, 3]}, r"callbacks\[1\]=3.*callable"),
+        ({"device": "gpu0"}, r"device='gpu0'.*'cpu' or 'cuda:0'"),
+        ({"progress": "yes"}, r"progress='yes'.*True or False"),
+        ({"amp": torch.float16}, r"amp=torch.float16.*torch.bfloat16 on device type 'cpu'"),
+        ({"amp": "bf16"}, r"amp='bf16'.*torch.bfloat16"),
+        ({"amp": torch.bfloat16, "device": "meta"}, r"amp=torch.bfloat16.*device type 'meta'"),
+        ({"tensorboard": 3}, r"tensorboard=3.*log folder"),
+    ],
+)
+def test_fit_argument_errors(changes, match):
+    with pytest.raises(HybridAIError, match=match):
+        _fit_call(**changes)()
