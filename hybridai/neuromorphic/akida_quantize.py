@@ -1,0 +1,414 @@
+"""Quantization of a trained torch ``nn.Sequential`` to Akida's integer formats, and its integer reference.
+
+Accepted models: ``nn.Linear`` / ``nn.Conv2d`` layers, each followed by ``nn.ReLU`` (only the last one may
+go without), ``nn.Flatten`` before the first ``Linear`` of a convolutional stack, ``nn.Dropout`` and
+``nn.Identity`` (no-ops at inference). Number formats (``shared/reference/akida.md``):
+
+- inputs: signed int8 codes ``round(x / input_scale)`` in [-127, 127] for ``input_bits=8``; unsigned codes
+  in [0, 2^b - 1] for b = 1, 2, 4 (the inputs must then be non-negative);
+- weights: symmetric per output channel int8 in [-127, 127];
+- bias: an int8 mantissa times ``2^bias_shift`` in accumulator units;
+- requantization: ``code = round_half_up(acc * output_scales / 2^k)`` (``output_shift = -k``) with the
+  activation scale of each layer taken from the largest activation seen on the calibration batch.
+
+``integer_reference`` computes the same network with Akida's documented integer semantics in torch (int64
+results; float64 convolutions, exact for these magnitudes); it is the oracle for the engine and the source
+of activity counts. Everything here is torch layout (NCHW, torch's flatten order); ``akida.py`` converts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..errors import ConfigError, ShapeError, invalid
+
+BITS = (1, 2, 4, 8)
+BUFFER_BITS = 28  # Akida's signed accumulator width
+POST_OP_BITS = 32  # acc * output_scales saturates at signed 32 bits; the quantizer keeps products below 2^31
+SUPPORTED = "nn.Linear, nn.Conv2d (stride 1, or 2 with kernel 1 or 3; padding 0 or k//2 with odd k), nn.ReLU, "
+SUPPORTED += "nn.Flatten (before the first Linear), nn.Dropout, nn.Identity"
+
+
+@dataclass(frozen=True)
+class QuantizedLayer:
+    """One Akida layer (Dense1D or Conv2D) in integer form, weights in torch layout.
+
+    weights: int64 ``[out, in]`` (dense) or ``[out, in, k, k]`` (conv, not flipped); the other integer
+    variables are int64 per output channel. ``in_shape`` / ``out_shape``: per-sample torch shapes.
+    ``in_scale`` / ``out_scale``: float value of one input / output code. ``max_value`` and
+    ``max_value_shift`` bound the ReLU (``acc <= max_value << max_value_shift``).
+    """
+
+    name: str
+    kind: str  # "dense" or "conv"
+    weights: torch.Tensor
+    bias: torch.Tensor
+    bias_shift: torch.Tensor
+    output_scales: torch.Tensor
+    output_shift: torch.Tensor
+    max_value: torch.Tensor
+    max_value_shift: torch.Tensor
+    relu: bool
+    input_bits: int
+    output_bits: int
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    in_scale: float = 1.0
+    out_scale: float = 1.0
+    weight_scale: torch.Tensor | None = None  # float per output channel
+    input_shift: int = 0
+    stride: int = 1
+    padding: int = 0  # symmetric zero padding (torch convention), 0 or k // 2
+
+    @property
+    def kernel(self) -> int:
+        return int(self.weights.shape[-1]) if self.kind == "conv" else 1
+
+
+@dataclass(frozen=True)
+class QuantizedNetwork:
+    """A whole network in Akida's integer formats: input quantization plus the layers in order."""
+
+    input_shape: tuple[int, ...]  # per sample, torch layout: (F,) or (C, H, W)
+    input_bits: int
+    input_scale: float
+    layers: tuple[QuantizedLayer, ...]
+
+    @property
+    def input_signed(self) -> bool:
+        return self.input_bits == 8
+
+    @property
+    def output_scale(self) -> float:
+        return self.layers[-1].out_scale
+
+
+def _bits(argument: str, value: Any) -> int:
+    if isinstance(value, bool) or value not in BITS:
+        raise invalid(argument, value, f"one of {BITS}")
+    return int(value)
+
+
+def _label(index: int, module: nn.Module) -> str:
+    return f"{index}: {type(module).__name__}"
+
+
+def _conv_geometry(name: str, conv: nn.Conv2d) -> tuple[int, int, int]:
+    """(kernel, stride, padding) of a Conv2d that Akida computes exactly, else a ConfigError naming it."""
+    kh, kw = conv.kernel_size
+    sh, sw = conv.stride
+    pad = conv.padding
+    if conv.groups != 1 or conv.dilation != (1, 1) or conv.padding_mode != "zeros" or kh != kw or sh != sw:
+        got = f"kernel={conv.kernel_size}, stride={conv.stride}, groups={conv.groups}, dilation={conv.dilation}"
+        raise ConfigError(
+            f"layer {name} ({got}, padding_mode={conv.padding_mode!r}) has no exact Akida Conv2D; accepted: "
+            "square kernels, equal strides, groups=1, dilation=1, padding_mode='zeros'"
+        )
+    k, s = kh, sh
+    if pad == "valid":
+        pad = (0, 0)
+    elif pad == "same":
+        pad = (k // 2, k // 2) if k % 2 == 1 else pad
+    if s not in (1, 2) or (s == 2 and k not in (1, 3)):
+        raise ConfigError(
+            f"layer {name} has stride={conv.stride} with kernel {k}; "
+            "accepted by Akida: stride 1, or 2 with kernel 1 or 3"
+        )
+    if pad == (0, 0):
+        return k, s, 0
+    if k % 2 == 1 and pad == (k // 2, k // 2):
+        return k, s, k // 2
+    raise ConfigError(
+        f"layer {name} has padding={conv.padding} with kernel {k}; accepted: 0 (Akida VALID) or k//2 with odd k "
+        "(Akida SAME); other paddings have no exact Akida equivalent"
+    )
+
+
+def _parse(model: nn.Module) -> list[tuple[str, nn.Module, bool, bool]]:
+    """(label, Linear/Conv2d, followed by ReLU, preceded by Flatten) per compute layer; errors name the layer."""
+    if not isinstance(model, nn.Sequential):
+        raise invalid("model", type(model).__name__, f"an nn.Sequential of {SUPPORTED}")
+    found: list[tuple[str, nn.Module, bool, bool]] = []
+    flattened = False
+    for index, module in enumerate(model):
+        name = _label(index, module)
+        if isinstance(module, nn.Linear | nn.Conv2d):
+            if found and not found[-1][2]:
+                raise ConfigError(
+                    f"layer {found[-1][0]} is not followed by nn.ReLU; accepted: only the last Linear/Conv2d "
+                    "may go without ReLU (Akida's intermediate layers carry unsigned activations)"
+                )
+            if isinstance(module, nn.Conv2d) and flattened:
+                raise ConfigError(f"layer {name} follows nn.Flatten; accepted: Conv2d layers before the Flatten")
+            if isinstance(module, nn.Linear) and found and found[-1][1].__class__ is nn.Conv2d and not flattened:
+                raise ConfigError(
+                    f"layer {name} follows a Conv2d without nn.Flatten; accepted: an nn.Flatten() between"
+                )
+            if isinstance(module, nn.Conv2d):
+                _conv_geometry(name, module)
+            found.append((name, module, False, flattened and not any(isinstance(m, nn.Linear) for _, m, *_ in found)))
+        elif isinstance(module, nn.ReLU):
+            if not found or found[-1][2]:
+                raise ConfigError(f"layer {name} does not follow a Linear or Conv2d; accepted: ReLU right after one")
+            found[-1] = (found[-1][0], found[-1][1], True, found[-1][3])
+        elif isinstance(module, nn.Flatten):
+            if (module.start_dim, module.end_dim) != (1, -1) or flattened:
+                raise ConfigError(
+                    f"layer {name} (Flatten(start_dim={module.start_dim}, end_dim={module.end_dim})); accepted: "
+                    "one nn.Flatten() with the default dims, before the first Linear"
+                )
+            flattened = True
+        elif isinstance(module, nn.Dropout | nn.Identity):
+            continue
+        else:
+            raise ConfigError(f"layer {name} is not supported on Akida; supported layers: {SUPPORTED}")
+    if not found:
+        raise invalid("model", "an nn.Sequential without Linear or Conv2d layers", f"a stack of {SUPPORTED}")
+    return found
+
+
+def _float_activations(model: nn.Sequential, x: torch.Tensor, found: list) -> list[torch.Tensor]:
+    """The float output of each compute layer after its ReLU (if any), on the calibration batch."""
+    wanted = {id(m): relu for _, m, relu, _ in found}
+    outs: list[torch.Tensor] = []
+    pending = None
+    with torch.no_grad():
+        for module in model:
+            x = module(x)
+            if id(module) in wanted:
+                if wanted[id(module)]:
+                    pending = module
+                else:
+                    outs.append(x)
+            elif isinstance(module, nn.ReLU) and pending is not None:
+                outs.append(x)
+                pending = None
+    return outs
+
+
+def _round_half_up(x: torch.Tensor) -> torch.Tensor:
+    return torch.floor(x + 0.5)
+
+
+def _requant(m: float, bound: int, relu: bool, code_max: int) -> tuple[int, int, int, int]:
+    """(output_scales, output_shift, max_value, max_value_shift) approximating ``code = acc * m``.
+
+    output_scales / 2^k ~ m with output_scales <= 255, the largest k whose products acc * output_scales stay
+    below 2^31 (``bound`` is the largest |acc|; with ReLU, the clip at max_value << max_value_shift, set just
+    above the accumulator that saturates the output, bounds it as well).
+    """
+    k = math.floor(math.log2(255.0 / m))
+    while True:
+        scale = round(m * 2.0**k)
+        if scale > 255:
+            k -= 1
+            continue
+        mv, mvs = 127, 31  # Akida's defaults: no clipping within the 28-bit buffer
+        worst = bound
+        if relu:
+            threshold = max(1, math.ceil((code_max - 0.5) * 2.0**k / scale))  # acc >= this saturates the code
+            mvs = max(0, math.ceil(math.log2(threshold / 255.0))) if threshold > 255 else 0
+            mv = math.ceil(threshold / 2**mvs)
+            if mv > 255:
+                mvs, mv = mvs + 1, math.ceil(threshold / 2 ** (mvs + 1))
+            worst = min(bound, mv << mvs)
+        if worst * scale < 2 ** (POST_OP_BITS - 1) or scale <= 1:
+            return scale, -k, mv, mvs
+        k -= 1
+
+
+def quantize(
+    model: nn.Module,
+    calibration: torch.Tensor,
+    *,
+    input_bits: int = 8,
+    activation_bits: int = 8,
+    output_bits: int = 8,
+    weight_bits: int = 8,
+) -> QuantizedNetwork:
+    """Quantize a trained ``nn.Sequential`` for Akida, taking activation ranges from ``calibration``.
+
+    calibration: a float batch in the model's input layout, ``[N, F]`` or ``[N, C, H, W]``.
+    input_bits: bits of the input codes (8: signed; 1, 2, 4: unsigned, inputs must be >= 0).
+    activation_bits: bits of the unsigned activations between layers. output_bits: bits of the last layer's
+    outputs (signed 8-bit when the last layer has no ReLU). weight_bits: 8 (Akida v2's weights).
+    """
+    input_bits = _bits("input_bits", input_bits)
+    activation_bits = _bits("activation_bits", activation_bits)
+    output_bits = _bits("output_bits", output_bits)
+    if weight_bits != 8 or isinstance(weight_bits, bool):
+        raise invalid("weight_bits", weight_bits, "8 (Akida v2 layers store int8 weights)")
+    found = _parse(model)
+    if not torch.is_tensor(calibration) or not calibration.is_floating_point():
+        raise invalid("calibration", type(calibration).__name__, "a float tensor batch [N, F] or [N, C, H, W]")
+    first = found[0][1]
+    want_rank = 4 if isinstance(first, nn.Conv2d) or found[0][3] else 2
+    if calibration.dim() != want_rank or calibration.shape[0] < 1:
+        raise ShapeError(
+            f"calibration has shape {tuple(calibration.shape)}; accepted: a non-empty batch of rank {want_rank} "
+            f"({'[N, C, H, W]' if want_rank == 4 else '[N, F]'}) for layer {found[0][0]}"
+        )
+    param = next(model.parameters())
+    calibration = calibration.detach().to(device=param.device, dtype=param.dtype)
+    was_training = model.training
+    model.eval()
+    try:
+        acts = _float_activations(model, calibration, found)
+    except RuntimeError as exc:
+        raise ShapeError(f"calibration of shape {tuple(calibration.shape)} does not fit the model: {exc}") from None
+    finally:
+        model.train(was_training)
+
+    x_min, x_max = float(calibration.min()), float(calibration.abs().max())
+    if input_bits < 8 and x_min < 0:
+        raise invalid(
+            "input_bits",
+            input_bits,
+            f"8 (signed codes) for this calibration, whose minimum is {x_min:.4g}; "
+            "1, 2 or 4 bits take non-negative inputs",
+        )
+    in_code_max = 127 if input_bits == 8 else 2**input_bits - 1
+    in_scale = (x_max / in_code_max) or 1.0
+    input_shape = tuple(calibration.shape[1:])
+
+    layers: list[QuantizedLayer] = []
+    shape, scale, bits = input_shape, in_scale, input_bits
+    for i, ((name, module, relu, _), act) in enumerate(zip(found, acts, strict=True)):
+        last = i == len(found) - 1
+        out_bits = output_bits if last else activation_bits
+        code_max = 127 if (out_bits == 8) else 2**out_bits - 1
+        if out_bits < 8 and not relu:
+            raise invalid(
+                "output_bits", out_bits, f"8 when the last layer ({name}) has no ReLU (its outputs are signed)"
+            )
+        w = module.weight.detach().to(torch.float64).cpu()
+        b = module.bias.detach().to(torch.float64).cpu() if module.bias is not None else torch.zeros(w.shape[0])
+        flat = w.reshape(w.shape[0], -1)
+        w_scale = flat.abs().amax(dim=1) / 127.0
+        w_scale = torch.where(w_scale > 0, w_scale, torch.ones_like(w_scale))
+        wq = _round_half_up(w / w_scale.view(-1, *([1] * (w.dim() - 1)))).clamp(-127, 127).to(torch.int64)
+        acc_scale = scale * w_scale
+        bq = torch.round(b / acc_scale)
+        top = float(act.max()) if relu else float(act.abs().max())
+        out_scale = (top / code_max) or 1.0
+        in_code_max = 127 if bits == 8 else 2**bits - 1
+        fan_bound = wq.reshape(wq.shape[0], -1).abs().sum(dim=1) * in_code_max
+        bias_m, bias_s, scales, shifts, max_vals, max_shifts = [], [], [], [], [], []
+        for c in range(wq.shape[0]):
+            s = 0
+            while abs(round(float(bq[c]) / 2**s)) > 127:
+                s += 1
+            mant = round(float(bq[c]) / 2**s)
+            bound = min(int(fan_bound[c]) + abs(mant) * 2**s, 2 ** (BUFFER_BITS - 1))
+            sc, sh, mv, mvs = _requant(float(acc_scale[c]) / out_scale, bound, relu, code_max)
+            bias_m.append(mant), bias_s.append(s), scales.append(sc), shifts.append(sh)
+            max_vals.append(mv), max_shifts.append(mvs)
+        if isinstance(module, nn.Conv2d):
+            k, stride, pad = _conv_geometry(name, module)
+            c_in, h, wd = shape
+            out_shape = (w.shape[0], (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1)
+            kind = "conv"
+        else:
+            stride, pad, kind = 1, 0, "dense"
+            if math.prod(shape) != module.in_features:
+                raise ShapeError(
+                    f"layer {name} has in_features={module.in_features} but receives {math.prod(shape)} values "
+                    f"(shape {shape}); accepted: a model whose layers fit the calibration batch"
+                )
+            out_shape = (w.shape[0],)
+        as_t = lambda v: torch.tensor(v, dtype=torch.int64)  # noqa: E731
+        layers.append(
+            QuantizedLayer(
+                name=name,
+                kind=kind,
+                weights=wq,
+                bias=as_t(bias_m),
+                bias_shift=as_t(bias_s),
+                output_scales=as_t(scales),
+                output_shift=as_t(shifts),
+                max_value=as_t(max_vals),
+                max_value_shift=as_t(max_shifts),
+                relu=relu,
+                input_bits=bits,
+                output_bits=out_bits,
+                in_shape=tuple(shape),
+                out_shape=tuple(out_shape),
+                in_scale=scale,
+                out_scale=out_scale,
+                weight_scale=w_scale.to(torch.float32),
+                stride=stride,
+                padding=pad,
+            )
+        )
+        shape, scale, bits = out_shape, out_scale, out_bits
+    return QuantizedNetwork(input_shape=input_shape, input_bits=input_bits, input_scale=in_scale, layers=tuple(layers))
+
+
+def quantize_input(net: QuantizedNetwork, x: torch.Tensor) -> torch.Tensor:
+    """Input codes (int64, torch layout) of a float batch: ``round(x / input_scale)`` clipped to the input range."""
+    if not torch.is_tensor(x) or tuple(x.shape[1:]) != net.input_shape or x.dim() != len(net.input_shape) + 1:
+        got = tuple(x.shape) if torch.is_tensor(x) else type(x).__name__
+        raise ShapeError(f"x has shape {got}; accepted: a float tensor [B, {', '.join(map(str, net.input_shape))}]")
+    low, high = (-127, 127) if net.input_signed else (0, 2**net.input_bits - 1)
+    return _round_half_up(x.detach().to(torch.float64) / net.input_scale).clamp(low, high).to(torch.int64)
+
+
+@dataclass(frozen=True)
+class LayerTrace:
+    """Integer tensors of one layer on a batch (torch layout): input codes, accumulators, output codes."""
+
+    inputs: torch.Tensor
+    accumulators: torch.Tensor
+    outputs: torch.Tensor
+
+
+def _per_channel(v: torch.Tensor, dims: int, device: torch.device) -> torch.Tensor:
+    return v.to(device).view(1, -1, *([1] * (dims - 2)))
+
+
+def layer_reference(layer: QuantizedLayer, x: torch.Tensor) -> LayerTrace:
+    """One layer with Akida's integer semantics (``shared/reference/akida.md``) on int64 codes ``x``."""
+    dev = x.device
+    xs = (x << layer.input_shift).to(torch.float64)
+    w = layer.weights.to(device=dev, dtype=torch.float64)
+    if layer.kind == "conv":
+        acc = torch.nn.functional.conv2d(xs, w, stride=layer.stride, padding=layer.padding)
+    else:
+        acc = xs.reshape(xs.shape[0], -1) @ w.T
+    acc = acc.round().to(torch.int64)
+    pc = lambda v: _per_channel(v, acc.dim(), dev)  # noqa: E731
+    acc = acc + (pc(layer.bias) << pc(layer.bias_shift))
+    half = 2 ** (BUFFER_BITS - 1)
+    acc = acc.clamp(-half, half - 1)
+    y = acc
+    if layer.relu:
+        clip = pc(layer.max_value) << pc(layer.max_value_shift).clamp(max=40)
+        y = torch.minimum(y.clamp(min=0), clip)
+    post = 2 ** (POST_OP_BITS - 1)
+    y = (y * pc(layer.output_scales)).clamp(-post, post - 1)  # measured: the product saturates at int32
+    shift = pc(layer.output_shift)
+    left = (y << shift.clamp(min=0, max=31)).clamp(-post, post - 1)
+    k = (-shift).clamp(min=0)
+    right = (y + ((1 << k) >> 1)) >> k  # round half up: (y + 2^(k-1)) >> k, and y when k == 0
+    y = torch.where(shift >= 0, left, right)
+    if layer.output_bits < 8:
+        y = y.clamp(0, 2**layer.output_bits - 1)
+    else:
+        y = y.clamp(0, 127) if layer.relu else y.clamp(-128, 127)
+    return LayerTrace(inputs=x, accumulators=acc, outputs=y)
+
+
+def integer_reference(net: QuantizedNetwork, codes: torch.Tensor) -> list[LayerTrace]:
+    """Run the integer network on input codes (from ``quantize_input``); one trace per layer, in order."""
+    traces: list[LayerTrace] = []
+    x = codes
+    for layer in net.layers:
+        trace = layer_reference(layer, x.reshape(x.shape[0], *layer.in_shape))
+        traces.append(trace)
+        x = trace.outputs
+    return traces
