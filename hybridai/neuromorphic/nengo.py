@@ -8,7 +8,8 @@ How the discrete hybridai layer ``U_t = beta * U_{t-1} + x_t`` becomes nengo's e
 ``v += (J - v) * (1 - exp(-dt / tau_rc))`` with unit threshold:
 
 - ``tau_rc = -dt / ln(beta)`` (seconds), so ``exp(-dt / tau_rc) = beta``; ``beta = 0`` uses
-  ``tau_rc = dt / 1000`` (its decay, ``exp(-1000)``, is 0 in float64); ``beta = 1`` (no leak) is refused.
+  ``tau_rc = dt / 30`` (decay ``exp(-30) = 9e-14``, below float32 resolution; an exact 0 makes nengo's
+  spike-time interpolation divide 0 by 0); ``beta = 1`` (no leak) is refused.
 - current ``J = gain * x`` with ``gain = 1 / ((1 - beta) * threshold)`` per neuron, so ``v = U / threshold``;
   the Linear bias becomes the ensemble's bias current ``gain * b``; ``min_voltage = -inf`` (hybridai
   never clips a negative membrane).
@@ -40,6 +41,7 @@ and ``ChipRun.latency_steps`` is the number of Lowpass synapses on the path.
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -60,7 +62,7 @@ SUPPORTED = (
 )
 DECODERS = (SpikeCountDecoder, RateDecoder, MembraneDecoder)
 SKIPPED = (nn.Identity, nn.Dropout)
-BETA_ZERO_TAU_STEPS = 1e-3  # tau_rc = dt * 1e-3 for beta = 0: exp(-1000) == 0.0 in float64
+BETA_ZERO_TAU_STEPS = 1 / 30  # tau_rc for beta = 0, in steps: decay exp(-30) = 9e-14 (0 breaks nengo)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class LayerPlan:
     tau_rc, tau_ref, tau_s: seconds (``tau_s`` None for LIF and for CUBA with ``alpha = 0``).
     """
 
+    index: str
     name: str
     kind: str
     n_in: int
@@ -89,13 +92,9 @@ class LayerPlan:
     tau_s: float | None
 
     @property
-    def decay(self) -> float:
-        """nengo's own per-step voltage decay ``exp(-dt / tau_rc)`` (equals ``beta`` to rounding)."""
-        return math.exp(-self.dt / self.tau_rc)
-
-    @property
     def gain(self) -> np.ndarray:
-        """Current per membrane unit: ``1 / ((1 - decay) * threshold)``, per neuron."""
+        """Current per membrane unit, per neuron: ``1 / ((1 - exp(-dt / tau_rc)) * threshold)`` (``1 - beta``
+        as nengo itself computes it, so that ``v = U / threshold`` to rounding)."""
         return 1.0 / (-math.expm1(-self.dt / self.tau_rc) * self.threshold)
 
     @property
@@ -157,7 +156,7 @@ def plan(
     decoder: nn.Module | None = None
     pending: nn.Linear | None = None
     width = n_inputs
-    for position, (index, layer) in enumerate(layers):
+    for index, layer in layers:
         label = f"model[{index}]"
         if decoder is not None:
             raise invalid(label, type(layer).__name__, f"nothing after the decoder {type(decoder).__name__}")
@@ -176,14 +175,16 @@ def plan(
             decoder = layer
         else:
             hint = " (a decoder must follow a LIF or CUBA layer)" if isinstance(layer, DECODERS) else ""
-            raise invalid(f"{label} (layer {position})", type(layer).__name__, SUPPORTED + hint)
+            raise invalid(label, type(layer).__name__, SUPPORTED + hint)
     if pending is not None:
         raise invalid(f"model[{layers[-1][0]}]", "a trailing nn.Linear", "a LIF or CUBA layer after each nn.Linear")
     if not plans:
         raise invalid("model", type(model).__name__, SUPPORTED + " with at least one LIF or CUBA layer")
     for p in plans[:-1]:
         if p.output != "spikes":
-            raise invalid(f"{p.name}.output", p.output, "'spikes' for every spiking layer but the last")
+            raise invalid(
+                f"model[{p.index}].output ({p.kind})", p.output, "'spikes' for every spiking layer but the last"
+            )
     dts = {p.dt for p in plans}
     if len(dts) > 1:
         raise invalid("model", f"spiking layers with dt={sorted(dts)}", "one dt (seconds per step) for every layer")
@@ -223,6 +224,7 @@ def _plan_layer(
     else:
         weight, bias = None, np.zeros(n)
     return LayerPlan(
+        index=index,
         name=name,
         kind=kind,
         n_in=weight.shape[1] if weight is not None else n,
@@ -345,6 +347,7 @@ class NengoNetwork(CompiledNetwork):
 
         self.plans, self.decoder = plan(model, n_inputs=n_inputs, cuba_refractory_steps=cuba_refractory_steps)
         self.dt = self.plans[0].dt
+        self._lock = threading.Lock()  # one simulator: runs from several threads take turns
         self.network = build_network(self.plans)
         builder = nengo.builder.Model(dt=self.dt, label="hybridai", decoder_cache=NoDecoderCache())
         with warnings.catch_warnings():  # nengo derives max rates from gain/bias for its own records only
@@ -402,7 +405,9 @@ class NengoNetwork(CompiledNetwork):
         last = self.plans[-1]
         membrane = np.zeros((steps, batch, last.n)) if last.output == "membrane" else None
         for b in range(batch):
-            for i, (p, probed) in enumerate(zip(self.plans, self._simulate(data[:, b]), strict=True)):
+            with self._lock:
+                traces = self._simulate(data[:, b])
+            for i, (p, probed) in enumerate(zip(self.plans, traces, strict=True)):
                 spikes[i][:, b] = probed["output"] * self.dt
                 active[i] += int(np.count_nonzero((probed["previous_voltage"] != 0) | (probed["input"] != 0)))
                 if membrane is not None and i == len(self.plans) - 1:
