@@ -1,0 +1,395 @@
+"""Bit-exact integer emulator of Loihi (first generation) CUBA-LIF compartments and synapses, batched in torch.
+
+All state is int64 on the device of the input (CPU or CUDA); one call simulates every sample of a
+batch at once. The rules are those of ``shared/reference/loihi.md``, checked against nengo-loihi 1.1
+(``emulator/interface.py``, ``builder/discretize.py``, ``block.py``) and Lava 0.10
+(``proc/lif/models.py`` ``PyLifModelBitAcc``, ``proc/dense/models.py`` ``PyDenseModelBitAcc``,
+``utils/weightutils.py``). Where the two differ, ``quirks=`` picks one:
+
+``"nengo"`` (default)
+    q wrapped to 22-bit signed, u wrapped two's-complement to 24 bits, bias added to u (and wrapped),
+    v clipped to [vmin, vmax] from ``vmin_exp``/``vmax_exp``, refractory counter holds v at 0.
+    Weights: nengo-loihi always uses the mixed-sign synapse format, 7-bit magnitudes doubled, so a
+    mantissa must be even and in [-254, 254]; a negative weight exponent shifts each weight right
+    (floor) before the activity shift of 6 (the chip's two-part, lossy shift).
+``"lava"``
+    no q wrap, u wrapped as ``u > 2^23 -> u - 2^24``, ``u <= -2^23 -> u + 2^24`` (so +2^23 survives),
+    bias added straight to v, v clipped to +-(2^23 - 1) (``vmin_exp``/``vmax_exp``/``refractory``
+    are ignored), no refractory period. Weights: [-256, 255] for a mixed-sign matrix, whose
+    mantissas lose their least significant bit (``(w >> 1) << 1``), [0, 255] all excitatory,
+    [-255, 0] all inhibitory; the weight exponent shifts the summed input (floor for negative).
+
+Both: ``decay(x, d, off) = sign(x) * ((|x| * (4096 - off - d)) >> 12)`` (rounds toward zero) with
+offset 1 for u and 0 for v; spike when ``v > vth_mant << 6`` (strict); reset v to 0; one input spike
+through weight mantissa ``w`` adds ``w << (6 + weight_exp)`` to q. Synaptic delay: both references
+deliver a spike one step after it is sent (nengo-loihi's input queue, Lava's Dense outputs the
+previous step's accumulation), so ``run_network`` feeds layer l at step t with layer l-1's spikes
+of step t-1.
+
+Quantizing trained models, the deployable network and fake-quantized training live in
+``loihi_quantize`` and ``loihi_train`` and are re-exported here (``loihi.quantize``,
+``loihi.fake_quantize``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, NamedTuple
+
+import torch
+
+from ..errors import ShapeError, invalid
+
+QUIRKS = ("nengo", "lava")
+V_LIMIT = (1 << 23) - 1  # Lava's voltage clip, and the widest vmin/vmax nengo-loihi can express
+WEIGHT_EXP_RANGE = (-8, 7)
+
+# register: (low, high) inclusive
+RANGES: dict[str, tuple[int, int]] = {
+    "du": (0, 4095),
+    "dv": (0, 4095),
+    "vth_mant": (0, 2**17 - 1),
+    "bias_mant": (-4095, 4095),
+    "bias_exp": (0, 7),
+    "refractory": (0, 2**6 - 1),
+    "vmin_exp": (0, 31),
+    "vmax_exp": (0, 7),
+}
+
+
+def _register_tensor(name: str, value: Any) -> torch.Tensor:
+    low, high = RANGES[name]
+    accepted = f"an int or integer tensor (per compartment) in [{low}, {high}]"
+    if isinstance(value, bool) or not (isinstance(value, int) or torch.is_tensor(value)):
+        raise invalid(name, value, accepted)
+    tensor = torch.as_tensor(value)
+    if tensor.is_floating_point() or tensor.is_complex() or tensor.dtype == torch.bool or tensor.numel() == 0:
+        raise invalid(name, value, accepted)
+    if tensor.ndim > 1:
+        raise invalid(f"{name}.shape", tuple(tensor.shape), "a scalar or one value per compartment (N,)", ShapeError)
+    tensor = tensor.to(torch.int64)
+    if (tensor < low).any() or (tensor > high).any():
+        shown = (
+            tensor.item() if tensor.numel() == 1 else f"tensor with range [{int(tensor.min())}, {int(tensor.max())}]"
+        )
+        raise invalid(name, shown, accepted)
+    return tensor
+
+
+@dataclass(frozen=True)
+class CompartmentConfig:
+    """The registers of a group of compartments; each an int or a tensor ``(N,)`` broadcast over neurons.
+
+    du, dv: current and voltage decay (0..4095; u decays by (4095 - du)/4096, v by (4096 - dv)/4096).
+    vth_mant: threshold mantissa (0..2^17-1); the effective threshold is ``vth_mant << 6``.
+    bias_mant, bias_exp: bias = ``bias_mant << bias_exp`` (-4095..4095, 0..7), added every step.
+    refractory: refractory delay in steps (nengo-loihi: ``round(tau_ref/dt) + 1``; 0 or 1 = none).
+    vmin_exp, vmax_exp: vmin = -(2^vmin_exp) + 1 (0..31), vmax = 2^(9 + 2 vmax_exp) - 1 (0..7).
+    """
+
+    du: Any = 4095
+    dv: Any = 0
+    vth_mant: Any = 1
+    bias_mant: Any = 0
+    bias_exp: Any = 0
+    refractory: Any = 1
+    vmin_exp: Any = 0
+    vmax_exp: Any = 7
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            object.__setattr__(self, f.name, _register_tensor(f.name, getattr(self, f.name)))
+
+    def registers(self, device: torch.device | str) -> dict[str, torch.Tensor]:
+        """Every register as an int64 tensor on ``device``."""
+        return {f.name: getattr(self, f.name).to(device) for f in fields(self)}
+
+    def size(self) -> int | None:
+        """The number of compartments fixed by a per-compartment register, or None when all are scalars."""
+        sizes = {getattr(self, f.name).numel() for f in fields(self)} - {1}
+        return max(sizes) if sizes else None
+
+
+class Trace(NamedTuple):
+    """What ``run_compartments`` returns: integer u, v (after reset) and boolean spikes, each ``[T, B, N]``."""
+
+    u: torch.Tensor
+    v: torch.Tensor
+    spikes: torch.Tensor
+
+
+def check_quirks(quirks: Any) -> str:
+    """``quirks`` if it names a rule set, else a ConfigError listing them."""
+    if quirks not in QUIRKS:
+        raise invalid("quirks", quirks, f"one of {QUIRKS} (nengo-loihi's or Lava's rules where they differ)")
+    return quirks
+
+
+def decay(x: torch.Tensor, d: torch.Tensor | int, offset: int) -> torch.Tensor:
+    """``sign(x) * ((|x| * (4096 - offset - d)) >> 12)``: multiplies by the decay, rounding toward zero."""
+    return _times(x, 4096 - offset - d)
+
+
+def wrap(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Two's-complement wrap of ``x`` to a signed (bits + 1)-bit integer."""
+    half = 1 << bits
+    return ((x + half) & (2 * half - 1)) - half
+
+
+def lava_wrap_u(x: torch.Tensor) -> torch.Tensor:
+    """Lava's u overflow rule: one conditional subtraction or addition of 2^24 (+2^23 survives)."""
+    half = 1 << 23
+    return x - (2 * half) * (x > half) + (2 * half) * (x <= -half)
+
+
+class Compartments:
+    """A group of N compartments with fixed registers, stepped over a batch ``[B, N]``."""
+
+    def __init__(self, config: CompartmentConfig, n: int, device: torch.device | str, quirks: str = "nengo") -> None:
+        if not isinstance(config, CompartmentConfig):
+            raise invalid("config", type(config).__name__, "a hybridai.neuromorphic.loihi.CompartmentConfig")
+        self.quirks = check_quirks(quirks)
+        self.n = n
+        regs = config.registers(device)
+        for name, tensor in regs.items():
+            if tensor.numel() not in (1, n):
+                raise invalid(
+                    f"{name}.shape", tuple(tensor.shape), f"a scalar or one value per compartment ({n},)", ShapeError
+                )
+        self.factor_u = 4095 - regs["du"]  # (4096 - 1 - du): Loihi 1 applies du with offset 1
+        self.factor_v = 4096 - regs["dv"]
+        self.vth = regs["vth_mant"] << 6
+        self.bias = regs["bias_mant"] << regs["bias_exp"]
+        self.has_bias = bool((self.bias != 0).any())
+        if self.quirks == "nengo":
+            self.refractory = regs["refractory"].expand(n).clone()
+            self.uses_refractory = bool((self.refractory > 1).any())
+            self.vmin = -(torch.ones_like(regs["vmin_exp"]) << regs["vmin_exp"]) + 1
+            self.vmax = (torch.ones_like(regs["vmax_exp"]) << (9 + 2 * regs["vmax_exp"])) - 1
+        else:
+            self.uses_refractory = False
+            self.vmin, self.vmax = torch.tensor(-V_LIMIT, device=device), torch.tensor(V_LIMIT, device=device)
+        self.device = device
+
+    def simulate(self, q: torch.Tensor, *, bias_from: int = 0) -> dict[str, Any]:
+        """Run all steps of the integer input ``q`` [T, B, N]; biases act from step ``bias_from`` on.
+
+        Returns a dict of ``u``, ``v`` (after reset), ``v_pre`` (before reset, what a membrane probe of
+        the float model reads), ``spikes`` (bool), each ``[T, B, N]``, and ``active`` (int): the
+        updates whose compartment had non-zero u, v or q entering the step, or a bias acting.
+        """
+        batch, n = q.shape[1], q.shape[2]
+        u = torch.zeros(batch, n, dtype=torch.int64, device=q.device)
+        v = torch.zeros_like(u)
+        counter = torch.zeros_like(u) if self.uses_refractory else None
+        us, vs, v_pre = torch.empty_like(q), torch.empty_like(q), torch.empty_like(q)
+        spikes = torch.empty(q.shape, dtype=torch.bool, device=q.device)
+        nengo = self.quirks == "nengo"
+        for t, q_t in enumerate(q.unbind(0)):
+            biased = self.has_bias and t >= bias_from
+            if nengo:
+                u = wrap(_times(u, self.factor_u) + wrap(q_t, 21), 23)
+                u2 = wrap(u + self.bias, 23) if biased else u
+                v = _times(v, self.factor_v) + u2
+            else:
+                u = lava_wrap_u(_times(u, self.factor_u) + q_t)
+                v = _times(v, self.factor_v) + u
+                if biased:
+                    v = v + self.bias
+            v = torch.maximum(torch.minimum(v, self.vmax), self.vmin)
+            if counter is not None:
+                v = v.masked_fill(counter > 0, 0)
+            v_pre[t] = v
+            s = torch.gt(v, self.vth, out=spikes[t])
+            v = v.masked_fill(s, 0)
+            if counter is not None:
+                counter = (torch.where(s, self.refractory, counter) - 1).clamp_(min=0)
+            us[t], vs[t] = u, v
+        busy = q != 0
+        busy[1:] |= (us[:-1] != 0) | (vs[:-1] != 0)
+        if self.has_bias and bias_from < len(q):
+            busy[bias_from:] |= self.bias != 0
+        return {"u": us, "v": vs, "v_pre": v_pre, "spikes": spikes, "active": int(busy.sum())}
+
+
+def _times(x: torch.Tensor, factor: torch.Tensor) -> torch.Tensor:
+    """``x * factor / 4096`` rounded toward zero: ``sign(x) * ((|x| * factor) >> 12)``."""
+    return torch.div(x * factor, 4096, rounding_mode="trunc")
+
+
+def check_integer(x: Any, argument: str, *, rank: int | None = 3, non_negative: bool = False) -> torch.Tensor:
+    """``x`` as int64 if it holds integers (any dtype whose values are whole numbers), else a ShapeError."""
+    what = "a torch.Tensor of integers" + (f" with {rank} dimensions [T, B, N]" if rank else "")
+    if not torch.is_tensor(x):
+        raise invalid(argument, type(x).__name__, what, ShapeError)
+    if rank is not None and (x.ndim != rank or 0 in x.shape):
+        raise invalid(f"{argument}.shape", tuple(x.shape), f"a non-empty tensor with {rank} dimensions", ShapeError)
+    if x.is_complex():
+        raise invalid(f"{argument}.dtype", x.dtype, "an integer, bool or real dtype holding whole numbers", ShapeError)
+    if x.is_floating_point():
+        bad = ~torch.isfinite(x) | (x != torch.round(x))
+        if bad.any():
+            raise invalid(
+                argument,
+                f"tensor with non-integer value {x[bad].flatten()[0].item()!r}",
+                "whole numbers (integer spike counts per time bin, e.g. event bins)",
+                ShapeError,
+            )
+    x = x.to(torch.int64)
+    if non_negative and (x < 0).any():
+        raise invalid(argument, f"tensor with minimum {int(x.min())}", "non-negative spike counts", ShapeError)
+    return x
+
+
+def run_compartments(config: CompartmentConfig, q: torch.Tensor, quirks: str = "nengo") -> Trace:
+    """Run compartments with registers ``config`` on the integer input ``q`` [T, B, N].
+
+    ``q`` is what the synapses deliver at each step (already ``w << (6 + weight_exp)`` per spike).
+    Returns integer ``u``, ``v`` (int64, v after the reset) and boolean ``spikes``, each ``[T, B, N]``,
+    on ``q``'s device.
+    """
+    if torch.is_tensor(q) and q.is_floating_point():
+        raise invalid("q.dtype", q.dtype, "an integer dtype (int32, int64, ...)", ShapeError)
+    q = check_integer(q, "q")
+    out = Compartments(config, q.shape[2], q.device, quirks).simulate(q)
+    return Trace(out["u"], out["v"], out["spikes"])
+
+
+# --- synapses -------------------------------------------------------------------------------------
+
+
+def weight_range(quirks: str, weights: torch.Tensor | None = None) -> tuple[int, int, str]:
+    """(low, high, rule) of the weight mantissas a quirk set accepts for this matrix."""
+    if check_quirks(quirks) == "nengo":
+        return -254, 254, "even integers in [-254, 254] (nengo-loihi's mixed-sign format: 7-bit magnitudes x 2)"
+    if weights is not None and weights.numel() and bool((weights >= 0).all()):
+        return 0, 255, "integers in [0, 255] (Lava, all excitatory)"
+    if weights is not None and weights.numel() and bool((weights <= 0).all()):
+        return -255, 0, "integers in [-255, 0] (Lava, all inhibitory)"
+    return -256, 255, "integers in [-256, 255] (Lava, mixed signs: the least significant bit is dropped)"
+
+
+def check_weights(weights: Any, weight_exp: Any, quirks: str = "nengo", name: str = "weights") -> torch.Tensor:
+    """Validate a weight mantissa matrix ``[N, F]`` and its exponent; return the mantissas that act (int64).
+
+    Lava drops the least significant bit of a mixed-sign matrix (``(w >> 1) << 1``); nengo-loihi
+    requires even mantissas (it stores 7-bit magnitudes doubled).
+    """
+    w = check_integer(weights, name, rank=2)
+    low_e, high_e = WEIGHT_EXP_RANGE
+    if isinstance(weight_exp, bool) or not isinstance(weight_exp, int) or not low_e <= weight_exp <= high_e:
+        raise invalid(f"{name} weight_exp", weight_exp, f"an int in [{low_e}, {high_e}]")
+    low, high, rule = weight_range(quirks, w)
+    if (w < low).any() or (w > high).any():
+        raise invalid(name, f"tensor with range [{int(w.min())}, {int(w.max())}]", rule)
+    if quirks == "nengo" and (w % 2 != 0).any():
+        raise invalid(name, f"tensor with odd value {int(w[w % 2 != 0][0])}", rule)
+    if quirks == "lava" and low == -256:
+        w = (w >> 1) << 1
+    return w
+
+
+def synaptic_input(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int, quirks: str) -> torch.Tensor:
+    """q [T, B, N] that input spike counts [T, B, F] deliver through checked mantissas ``weights`` [N, F].
+
+    No delay here (``run_network`` adds it). The sum runs in float64, exact below 2^53, so that it
+    works on CUDA too (no int64 matmul there).
+    """
+    if quirks == "nengo":  # per weight: (w7 shifted by 1 + weight_exp, floor when negative) << 6
+        w7, s2 = weights >> 1, 1 + weight_exp
+        per_spike = (w7 << s2 if s2 >= 0 else w7 >> -s2) << 6
+        return torch.matmul(counts.double(), per_spike.double().T).round().long()
+    summed = torch.matmul(counts.double(), weights.double().T).round().long()
+    summed = summed << weight_exp if weight_exp >= 0 else summed >> -weight_exp
+    return summed << 6
+
+
+@dataclass(frozen=True)
+class LoihiLayer:
+    """One chip layer: dense synapses (weight mantissas ``[N, F]``, one exponent) into N compartments."""
+
+    weights: torch.Tensor
+    weight_exp: int
+    config: CompartmentConfig
+    name: str = ""
+
+    @property
+    def n_out(self) -> int:
+        return self.weights.shape[0]
+
+    @property
+    def n_in(self) -> int:
+        return self.weights.shape[1]
+
+
+class LayerRun(NamedTuple):
+    """One layer of ``run_network``, on the chip's clock (T + padding steps).
+
+    spikes (bool), v (after reset), v_pre (before reset), q: ``[S, B, N]``; synaptic_ops: input
+    spikes delivered times their fan-out; active: updates with non-zero u, v, q or a bias acting.
+    """
+
+    spikes: torch.Tensor
+    v: torch.Tensor
+    v_pre: torch.Tensor
+    q: torch.Tensor
+    synaptic_ops: int
+    active: int
+
+
+def run_network(layers: list[LoihiLayer], counts: torch.Tensor, quirks: str = "nengo") -> list[LayerRun]:
+    """Run a feed-forward chain of layers on input spike counts [S, B, F] (host input at step t).
+
+    Every layer delivers one step late: layer l (1-based) sees at step t the spikes its source sent at
+    t - 1, so its first input can arrive at step l. Its bias acts from step l on (a layer switched on
+    when its first input can arrive), so the chain computes the delay-free dynamics shifted by l
+    steps. Layers are simulated one after the other over all steps (exact for a feed-forward chain).
+    """
+    check_quirks(quirks)
+    counts = check_integer(counts, "x", non_negative=True)
+    source = counts
+    runs = []
+    for index, layer in enumerate(layers, start=1):
+        weights = check_weights(layer.weights, layer.weight_exp, quirks, name=f"layer {index} weights")
+        if source.shape[2] != weights.shape[1]:
+            raise invalid(
+                "x.shape" if index == 1 else f"layer {index} weights.shape",
+                tuple(source.shape) if index == 1 else tuple(weights.shape),
+                f"{weights.shape[1]} input features" if index == 1 else f"[N, {source.shape[2]}]",
+                ShapeError,
+            )
+        weights = weights.to(source.device)
+        delivered = source[:-1]
+        q = torch.zeros(source.shape[0], source.shape[1], weights.shape[0], dtype=torch.int64, device=source.device)
+        q[1:] = synaptic_input(delivered, weights, layer.weight_exp, quirks)
+        fan_out = (weights != 0).sum(0)  # [F]
+        ops = int((delivered * fan_out).sum())
+        group = Compartments(layer.config, weights.shape[0], source.device, quirks)
+        out = group.simulate(q, bias_from=index)
+        runs.append(LayerRun(out["spikes"], out["v"], out["v_pre"], q, ops, out["active"]))
+        source = out["spikes"].to(torch.int64)
+    return runs
+
+
+from .loihi_quantize import QuantizedNetwork, quantize  # noqa: E402  (they build on the emulator above)
+from .loihi_train import FakeQuantized, fake_quantize  # noqa: E402
+
+__all__ = [
+    "QUIRKS",
+    "RANGES",
+    "CompartmentConfig",
+    "Compartments",
+    "FakeQuantized",
+    "LayerRun",
+    "LoihiLayer",
+    "QuantizedNetwork",
+    "Trace",
+    "check_weights",
+    "decay",
+    "fake_quantize",
+    "quantize",
+    "run_compartments",
+    "run_network",
+    "synaptic_input",
+    "wrap",
+]
