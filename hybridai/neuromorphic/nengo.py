@@ -408,7 +408,7 @@ class NengoNetwork(CompiledNetwork):
             with self._lock:
                 traces = self._simulate(data[:, b])
             for i, (p, probed) in enumerate(zip(self.plans, traces, strict=True)):
-                spikes[i][:, b] = probed["output"] * self.dt
+                spikes[i][:, b] = probed["output"] > 0  # nengo spikes are 1/dt high: 0/1 per step
                 active[i] += int(np.count_nonzero((probed["previous_voltage"] != 0) | (probed["input"] != 0)))
                 if membrane is not None and i == len(self.plans) - 1:
                     membrane[:, b] = p.threshold * _pre_reset_voltage(p, probed)
