@@ -5,6 +5,13 @@ Both run all T steps in one fused autograd node (``fused.py``) and reproduce snn
 gradients to rounding. One time step lasts ``dt`` seconds; ``dt`` only matters when the
 layer is exported (NIR) or deployed, where decays become time constants
 ``tau = dt / (1 - beta)``.
+
+Long sequences: ``checkpoint_steps=K`` runs the T steps in chunks of K (gradient
+checkpointing inside the fused node): backward keeps the layer's input and the state at
+chunk boundaries instead of the membrane (and synaptic) traces and recomputes one chunk at
+a time; outputs and gradients are bit-identical.
+Under ``torch.autocast`` the layers compute in and return float32 (float64 for float64
+inputs; see ``hybridai.precision``): a membrane integrated over many steps in bf16 drifts.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from torch import nn
 
 from ..errors import ConfigError, ShapeError, invalid
 from ..module import HybridModule
+from ..precision import keeps_precision, spiking_dtype
 from .fused import CUBAFunction, LIFFunction
 from .surrogate import Surrogate, make_surrogate
 
@@ -43,6 +51,16 @@ def _check_choice(argument: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise invalid(argument, value, f"one of {choices}")
     return value
+
+
+def _check_checkpoint_steps(value: Any) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise invalid("checkpoint_steps", value, "None (no checkpointing) or a positive int (time steps per chunk)")
+    return value
+
+
+def _working_dtype(layer: Any, incoming: torch.dtype) -> torch.dtype:
+    return spiking_dtype(incoming)
 
 
 def _check_dt(dt: Any) -> float:
@@ -94,8 +112,10 @@ class _SpikingLayer(HybridModule):
         stateful: bool,
         dt: float,
         backend: str | None,
+        checkpoint_steps: int | None,
     ) -> None:
         super().__init__()
+        self.checkpoint_steps = _check_checkpoint_steps(checkpoint_steps)
         self.reset = _check_choice("reset", reset, RESETS)
         self.output = _check_choice("output", output, OUTPUTS)
         self.surrogate = make_surrogate(surrogate)
@@ -157,8 +177,14 @@ class _SpikingLayer(HybridModule):
                 )
         return [p.to(x.dtype) for p in parts]
 
-    def _finish(self, x: torch.Tensor, spikes: torch.Tensor, mem: torch.Tensor, final_state: Any) -> Any:
-        if not torch.isfinite(mem[-1]).all():  # a NaN or inf anywhere in x persists to the last step
+    def _chunking(self) -> tuple[int | None, bool]:
+        """``(chunk_steps, keep_trace)`` for the fused functions: the membrane trace only when it is an output."""
+        return self.checkpoint_steps, self.output != "spikes"
+
+    def _finish(
+        self, x: torch.Tensor, spikes: torch.Tensor, mem: torch.Tensor, last_mem: torch.Tensor, final_state: Any
+    ) -> Any:
+        if not torch.isfinite(last_mem).all():  # a NaN or inf anywhere in x persists to the last step
             step = _first_non_finite_step(x)
             where = f" at time step {step}" if step is not None else " (in the carried or given state)"
             raise ConfigError(f"x contains NaN or inf{where}; accepted: finite values")
@@ -184,6 +210,7 @@ class _SpikingLayer(HybridModule):
 
         names = [n for n in ("alpha", "beta", "threshold") if hasattr(self, n)]
         extras = ", stateful=True" if self.stateful else ""
+        extras += f", checkpoint_steps={self.checkpoint_steps}" if self.checkpoint_steps else ""
         return (
             f"{', '.join(show(n) for n in names)}, reset={self.reset!r}, surrogate={self.surrogate!r}, "
             f"output={self.output!r}, dt={self.dt:g}{extras}, backend={self.backend!r}"
@@ -208,6 +235,9 @@ class LIF(_SpikingLayer):
         stateful: carry the final membrane (detached) into the next call; ``reset_state()`` clears it.
         dt: seconds per time step (used by NIR export and deployment).
         backend: spiking backend name, default ``"torch"``.
+        checkpoint_steps: ``None`` (default) or K: gradient checkpointing in chunks of K time
+            steps (same outputs and gradients, far fewer bytes saved for backward, each chunk's
+            forward recomputed once during backward).
 
     Input ``[T, B, ...]``; output the same shape. ``forward(x, state=mem0)`` starts from a given
     membrane ``[B, ...]`` (gradients flow into it).
@@ -226,6 +256,7 @@ class LIF(_SpikingLayer):
         stateful: bool = False,
         dt: float = 1e-3,
         backend: str | None = None,
+        checkpoint_steps: int | None = None,
     ) -> None:
         super().__init__(
             threshold=threshold,
@@ -236,15 +267,19 @@ class LIF(_SpikingLayer):
             stateful=stateful,
             dt=dt,
             backend=backend,
+            checkpoint_steps=checkpoint_steps,
         )
         self._register("beta", _parameter_tensor("beta", beta, 0.0, 1.0), learn_beta)
 
+    @keeps_precision(_working_dtype)
     def forward(self, x: torch.Tensor, state: torch.Tensor | None = None) -> Any:
         x = check_time_major(x)
         beta, threshold = self._check_parameters(x, ("beta", "threshold"))
         (mem0,) = self._initial(x, state, 1)
-        spikes, mem = LIFFunction.apply(x, beta.clamp(0, 1), threshold, mem0, self.reset == "zero", self.surrogate)
-        return self._finish(x, spikes, mem, mem[-1].detach().clone() if self.stateful else None)
+        spikes, mem, last = LIFFunction.apply(
+            x, beta.clamp(0, 1), threshold, mem0, self.reset == "zero", self.surrogate, *self._chunking()
+        )
+        return self._finish(x, spikes, mem, last, last.detach() if self.stateful else None)
 
 
 class CUBA(_SpikingLayer):
@@ -271,6 +306,7 @@ class CUBA(_SpikingLayer):
         stateful: bool = False,
         dt: float = 1e-3,
         backend: str | None = None,
+        checkpoint_steps: int | None = None,
     ) -> None:
         super().__init__(
             threshold=threshold,
@@ -281,16 +317,26 @@ class CUBA(_SpikingLayer):
             stateful=stateful,
             dt=dt,
             backend=backend,
+            checkpoint_steps=checkpoint_steps,
         )
         self._register("alpha", _parameter_tensor("alpha", alpha, 0.0, 1.0), learn_alpha)
         self._register("beta", _parameter_tensor("beta", beta, 0.0, 1.0), learn_beta)
 
+    @keeps_precision(_working_dtype)
     def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None = None) -> Any:
         x = check_time_major(x)
         alpha, beta, threshold = self._check_parameters(x, ("alpha", "beta", "threshold"))
         syn0, mem0 = self._initial(x, state, 2)
-        spikes, mem, syn_last = CUBAFunction.apply(
-            x, alpha.clamp(0, 1), beta.clamp(0, 1), threshold, syn0, mem0, self.reset == "zero", self.surrogate
+        spikes, mem, syn_last, last = CUBAFunction.apply(
+            x,
+            alpha.clamp(0, 1),
+            beta.clamp(0, 1),
+            threshold,
+            syn0,
+            mem0,
+            self.reset == "zero",
+            self.surrogate,
+            *self._chunking(),
         )
-        final = (syn_last.detach().clone(), mem[-1].detach().clone()) if self.stateful else None
-        return self._finish(x, spikes, mem, final)
+        final = (syn_last.detach().clone(), last.detach()) if self.stateful else None
+        return self._finish(x, spikes, mem, last, final)
