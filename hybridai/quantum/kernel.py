@@ -19,7 +19,9 @@ Two ways to compute them, chosen from the backend's capabilities (``method="auto
   measures <X_q>, <Y_q>, <Z_q> instead.
 
 Everything stays a torch graph: ``matrix`` is differentiable in the inputs and in the feature
-map's trainable parameters (on backends that differentiate what is measured).
+map's trainable parameters (on backends that differentiate what is measured). Under
+``torch.autocast`` ``matrix`` computes in float64 (float32 on complex64 backends) and returns
+float32, or float64 for float64 inputs (see ``hybridai.precision``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import torch
 
 from ..errors import ConfigError, HybridAIError, ShapeError, UnsupportedOperationError, invalid, positive_int
 from ..module import HybridModule
+from ..precision import keeps_precision, quantum_dtype
 from .weights import WeightInit, check_weight_shapes, register_weights
 
 KINDS = ("fidelity", "projected")
@@ -311,10 +314,16 @@ class QuantumKernel(HybridModule):
         dtype = torch.promote_types(X.dtype, Y.dtype)
         return X.to(dtype), Y.to(device=X.device, dtype=dtype)
 
+    def working_dtype(self, incoming: torch.dtype | None = None) -> torch.dtype:
+        """The real dtype the kernel computes in under autocast (float64, or float32 for complex64)."""
+        return quantum_dtype(self.resolved_backend)
+
+    @keeps_precision(working_dtype)
     def matrix(self, X: Any, Y: Any = None) -> torch.Tensor:
         """The kernel matrix ``[N, M]`` of ``X`` ``[N, F]`` and ``Y`` ``[M, F]`` (``Y=None``: ``X``).
 
-        Real, in ``X``'s floating dtype and on its device; dimensionless values in [0, 1].
+        Real, in ``X``'s floating dtype (at least float32 under autocast) and on its device;
+        dimensionless values in [0, 1].
         Differentiable in ``X``, ``Y`` and the feature map's parameters.
         """
         X, Y = self._inputs(X, Y)

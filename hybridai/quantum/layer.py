@@ -5,6 +5,11 @@ it as a PennyLane tape with the whole batch broadcast (never a Python loop over 
 and hands the tape to its quantum backend. Inputs ``[B, F]`` (or ``[F]``) give outputs
 ``[B, n_outputs]`` (or ``[n_outputs]``) in the input's dtype and on its device.
 Inside ``qfunc`` index features as ``inputs[..., i]`` so that batches broadcast.
+
+Under ``torch.autocast`` the layer keeps its own precision (``hybridai.precision``): autocast
+is off inside it, the circuit runs in float64/complex128 (float32 when the backend simulates
+in complex64) and the outputs come back in float32 (float64 for float64 inputs), never in
+bf16/fp16; the next classical layer casts them down as autocast does.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import torch
 
 from ..errors import ConfigError, HybridAIError, ShapeError, invalid, positive_int
 from ..module import HybridModule
+from ..precision import keeps_precision, quantum_dtype
 from .weights import WeightInit, check_weight_shapes, register_weights
 
 MEASUREMENTS = ("ExpectationMP", "VarianceMP", "ProbabilityMP")
@@ -125,6 +131,11 @@ class QuantumLayer(HybridModule):
             )
         return tape
 
+    def working_dtype(self, incoming: torch.dtype | None = None) -> torch.dtype:
+        """The real dtype this layer computes in under autocast (float64, or float32 for complex64)."""
+        return quantum_dtype(self.resolved_backend)
+
+    @keeps_precision(working_dtype)
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         batch = self._check_inputs(inputs)
         tape = self.tape(batch)
