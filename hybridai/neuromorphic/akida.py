@@ -70,6 +70,9 @@ def build_model(net: QuantizedNetwork) -> Any:
                 padding = akida.Padding.Valid
             else:  # torch pads k//2 on both sides; with stride 2 Akida's SameUpper does that, Same pads TF-style
                 padding = akida.Padding.Same if layer.stride == 1 else akida.Padding.SameUpper
+            pooling = {}
+            if layer.pool:
+                pooling = {"pool_type": akida.PoolType.Max, "pool_size": layer.pool, "pool_stride": layer.pool_stride}
             model.add(
                 akida.Conv2D(
                     int(layer.weights.shape[0]),
@@ -78,6 +81,7 @@ def build_model(net: QuantizedNetwork) -> Any:
                     padding=padding,
                     output_bits=layer.output_bits,
                     activation=act,
+                    **pooling,
                 )
             )
         else:
@@ -116,9 +120,10 @@ def _from_akida_output(layer: QuantizedLayer, y: np.ndarray) -> torch.Tensor:
 def count_activity(net: QuantizedNetwork, traces: list[LayerTrace]) -> tuple[LayerActivity, ...]:
     """Events per layer from integer traces, summed over the batch.
 
-    spikes: non-zero output codes. synaptic_ops: non-zero input codes times their fan-out (dense: the units;
-    conv: for each output position, the non-zero inputs in its receptive field, times the output channels).
-    neuron_updates: output units x samples. active_updates: outputs whose accumulator is non-zero.
+    neurons: potentials the layer computes per sample (a pooling conv's positions before pooling).
+    spikes: non-zero output codes (after pooling). synaptic_ops: non-zero input codes times their fan-out
+    (dense: the units; conv: for each output position, the non-zero inputs in its receptive field, times the
+    output channels). neuron_updates: neurons x samples. active_updates: potentials whose accumulator is non-zero.
     """
     rows = []
     for layer, trace in zip(net.layers, traces, strict=True):
@@ -131,7 +136,7 @@ def count_activity(net: QuantizedNetwork, traces: list[LayerTrace]) -> tuple[Lay
             syn = int(field.sum().round().item()) * int(layer.weights.shape[0])
         else:
             syn = int(nonzero_in.sum().item()) * int(layer.weights.shape[0])
-        neurons = int(np.prod(layer.out_shape))
+        neurons = int(trace.accumulators[0].numel())  # potentials computed (before any pooling)
         rows.append(
             LayerActivity(
                 name=layer.name,
@@ -208,6 +213,7 @@ class AkidaNetwork(CompiledNetwork):
                     "kernel": layer.kernel,
                     "stride": layer.stride,
                     "padding": "valid" if layer.padding == 0 else "same",
+                    "max_pool": (layer.pool, layer.pool_stride) if layer.pool else None,
                     "activation": "ReLU" if layer.relu else "none",
                     "weight_bits": 8,
                     "input_bits": layer.input_bits,

@@ -1,8 +1,10 @@
 """Quantization of a trained torch ``nn.Sequential`` to Akida's integer formats, and its integer reference.
 
 Accepted models: ``nn.Linear`` / ``nn.Conv2d`` layers, each followed by ``nn.ReLU`` (only the last one may
-go without), ``nn.Flatten`` before the first ``Linear`` of a convolutional stack, ``nn.Dropout`` and
-``nn.Identity`` (no-ops at inference). Number formats (``shared/reference/akida.md``):
+go without), an ``nn.MaxPool2d`` after a Conv2d (Akida pools inside its Conv2D), ``nn.Flatten`` before the
+first ``Linear`` of a convolutional stack, ``nn.Dropout`` and ``nn.Identity`` (no-ops at inference).
+
+Number formats (``shared/reference/akida.md``):
 
 - inputs: signed int8 codes ``round(x / input_scale)`` in [-127, 127] for ``input_bits=8``; unsigned codes
   in [0, 2^b - 1] for b = 1, 2, 4 (the inputs must then be non-negative);
@@ -31,7 +33,7 @@ BITS = (1, 2, 4, 8)
 BUFFER_BITS = 28  # Akida's signed accumulator width
 POST_OP_BITS = 32  # acc * output_scales saturates at signed 32 bits; the quantizer keeps products below 2^31
 SUPPORTED = "nn.Linear, nn.Conv2d (stride 1, or 2 with kernel 1 or 3; padding 0 or k//2 with odd k), nn.ReLU, "
-SUPPORTED += "nn.Flatten (before the first Linear), nn.Dropout, nn.Identity"
+SUPPORTED += "nn.MaxPool2d (after a Conv2d or its ReLU), nn.Flatten (before the first Linear), nn.Dropout, nn.Identity"
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class QuantizedLayer:
     input_shift: int = 0
     stride: int = 1
     padding: int = 0  # symmetric zero padding (torch convention), 0 or k // 2
+    pool: int = 0  # max-pooling window after the conv (0: none), applied to the accumulators
+    pool_stride: int = 0
 
     @property
     def kernel(self) -> int:
@@ -98,6 +102,10 @@ def _label(index: int, module: nn.Module) -> str:
     return f"{index}: {type(module).__name__}"
 
 
+def _label_of(model: nn.Sequential, module: nn.Module) -> str:
+    return next(_label(i, m) for i, m in enumerate(model) if m is module)
+
+
 def _conv_geometry(name: str, conv: nn.Conv2d) -> tuple[int, int, int]:
     """(kernel, stride, padding) of a Conv2d that Akida computes exactly, else a ConfigError naming it."""
     kh, kw = conv.kernel_size
@@ -129,33 +137,77 @@ def _conv_geometry(name: str, conv: nn.Conv2d) -> tuple[int, int, int]:
     )
 
 
-def _parse(model: nn.Module) -> list[tuple[str, nn.Module, bool, bool]]:
-    """(label, Linear/Conv2d, followed by ReLU, preceded by Flatten) per compute layer; errors name the layer."""
+@dataclass
+class _Block:
+    """A Linear/Conv2d with the ReLU and MaxPool2d that follow it (in either order), as Sequential indices."""
+
+    name: str
+    module: nn.Module
+    after_flatten: bool
+    relu: bool = False
+    pool: nn.MaxPool2d | None = None
+    last: int = 0  # index of the block's last module: its output is the block's activation
+
+
+def _pool_geometry(name: str, pool: nn.MaxPool2d) -> tuple[int, int]:
+    """(size, stride) of a MaxPool2d that Akida's Conv2D pooling computes exactly, else a ConfigError."""
+    size, stride = pool.kernel_size, pool.stride if pool.stride is not None else pool.kernel_size
+    pair = lambda v: tuple(v) if isinstance(v, tuple | list) else (v, v)  # noqa: E731
+    (ph, pw), (sh, sw) = pair(size), pair(stride)
+    if ph != pw or sh != sw or pair(pool.padding) != (0, 0) or pair(pool.dilation) != (1, 1) or pool.ceil_mode:
+        raise ConfigError(
+            f"layer {name} (kernel_size={size}, stride={stride}, padding={pool.padding}, dilation={pool.dilation}, "
+            f"ceil_mode={pool.ceil_mode}) has no exact Akida pooling; accepted: square windows, equal strides, "
+            "padding=0, dilation=1, ceil_mode=False"
+        )
+    return ph, sh
+
+
+def _parse(model: nn.Module) -> list[_Block]:
+    """The compute blocks of ``model`` in order; errors name the offending layer and what is supported."""
     if not isinstance(model, nn.Sequential):
         raise invalid("model", type(model).__name__, f"an nn.Sequential of {SUPPORTED}")
-    found: list[tuple[str, nn.Module, bool, bool]] = []
+    found: list[_Block] = []
     flattened = False
     for index, module in enumerate(model):
         name = _label(index, module)
+        prev = found[-1] if found else None
         if isinstance(module, nn.Linear | nn.Conv2d):
-            if found and not found[-1][2]:
+            if prev is not None and not prev.relu:
                 raise ConfigError(
-                    f"layer {found[-1][0]} is not followed by nn.ReLU; accepted: only the last Linear/Conv2d "
+                    f"layer {prev.name} is not followed by nn.ReLU; accepted: only the last Linear/Conv2d "
                     "may go without ReLU (Akida's intermediate layers carry unsigned activations)"
                 )
             if isinstance(module, nn.Conv2d) and flattened:
                 raise ConfigError(f"layer {name} follows nn.Flatten; accepted: Conv2d layers before the Flatten")
-            if isinstance(module, nn.Linear) and found and found[-1][1].__class__ is nn.Conv2d and not flattened:
+            if isinstance(module, nn.Linear) and isinstance(getattr(prev, "module", None), nn.Conv2d) and not flattened:
                 raise ConfigError(
                     f"layer {name} follows a Conv2d without nn.Flatten; accepted: an nn.Flatten() between"
                 )
             if isinstance(module, nn.Conv2d):
                 _conv_geometry(name, module)
-            found.append((name, module, False, flattened and not any(isinstance(m, nn.Linear) for _, m, *_ in found)))
+            first_dense = flattened and not any(isinstance(b.module, nn.Linear) for b in found)
+            found.append(_Block(name, module, first_dense, last=index))
         elif isinstance(module, nn.ReLU):
-            if not found or found[-1][2]:
-                raise ConfigError(f"layer {name} does not follow a Linear or Conv2d; accepted: ReLU right after one")
-            found[-1] = (found[-1][0], found[-1][1], True, found[-1][3])
+            if prev is None or prev.relu or prev.last != index - 1:
+                raise ConfigError(
+                    f"layer {name} does not follow a Linear or Conv2d; accepted: ReLU right after one (or after "
+                    "the MaxPool2d of a Conv2d)"
+                )
+            prev.relu, prev.last = True, index
+        elif isinstance(module, nn.MaxPool2d):
+            if (
+                prev is None
+                or not isinstance(prev.module, nn.Conv2d)
+                or prev.pool is not None
+                or prev.last != index - 1
+            ):
+                raise ConfigError(
+                    f"layer {name} does not follow a Conv2d (or its ReLU); accepted: one MaxPool2d right after a "
+                    "Conv2d or its ReLU (Akida pools inside Conv2D)"
+                )
+            _pool_geometry(name, module)
+            prev.pool, prev.last = module, index
         elif isinstance(module, nn.Flatten):
             if (module.start_dim, module.end_dim) != (1, -1) or flattened:
                 raise ConfigError(
@@ -169,25 +221,20 @@ def _parse(model: nn.Module) -> list[tuple[str, nn.Module, bool, bool]]:
             raise ConfigError(f"layer {name} is not supported on Akida; supported layers: {SUPPORTED}")
     if not found:
         raise invalid("model", "an nn.Sequential without Linear or Conv2d layers", f"a stack of {SUPPORTED}")
+    if found[-1].pool is not None and not found[-1].relu:
+        raise ConfigError(f"layer {found[-1].name} has a MaxPool2d but no ReLU; accepted: pooling after a ReLU layer")
     return found
 
 
-def _float_activations(model: nn.Sequential, x: torch.Tensor, found: list) -> list[torch.Tensor]:
-    """The float output of each compute layer after its ReLU (if any), on the calibration batch."""
-    wanted = {id(m): relu for _, m, relu, _ in found}
+def _float_activations(model: nn.Sequential, x: torch.Tensor, found: list[_Block]) -> list[torch.Tensor]:
+    """The float output of each block (after its ReLU and pooling) on the calibration batch."""
+    ends = {b.last for b in found}
     outs: list[torch.Tensor] = []
-    pending = None
     with torch.no_grad():
-        for module in model:
+        for index, module in enumerate(model):
             x = module(x)
-            if id(module) in wanted:
-                if wanted[id(module)]:
-                    pending = module
-                else:
-                    outs.append(x)
-            elif isinstance(module, nn.ReLU) and pending is not None:
+            if index in ends:
                 outs.append(x)
-                pending = None
     return outs
 
 
@@ -246,12 +293,11 @@ def quantize(
     found = _parse(model)
     if not torch.is_tensor(calibration) or not calibration.is_floating_point():
         raise invalid("calibration", type(calibration).__name__, "a float tensor batch [N, F] or [N, C, H, W]")
-    first = found[0][1]
-    want_rank = 4 if isinstance(first, nn.Conv2d) or found[0][3] else 2
+    want_rank = 4 if isinstance(found[0].module, nn.Conv2d) or found[0].after_flatten else 2
     if calibration.dim() != want_rank or calibration.shape[0] < 1:
         raise ShapeError(
             f"calibration has shape {tuple(calibration.shape)}; accepted: a non-empty batch of rank {want_rank} "
-            f"({'[N, C, H, W]' if want_rank == 4 else '[N, F]'}) for layer {found[0][0]}"
+            f"({'[N, C, H, W]' if want_rank == 4 else '[N, F]'}) for layer {found[0].name}"
         )
     param = next(model.parameters())
     calibration = calibration.detach().to(device=param.device, dtype=param.dtype)
@@ -278,7 +324,8 @@ def quantize(
 
     layers: list[QuantizedLayer] = []
     shape, scale, bits = input_shape, in_scale, input_bits
-    for i, ((name, module, relu, _), act) in enumerate(zip(found, acts, strict=True)):
+    for i, (block, act) in enumerate(zip(found, acts, strict=True)):
+        name, module, relu = block.name, block.module, block.relu
         last = i == len(found) - 1
         out_bits = output_bits if last else activation_bits
         code_max = 127 if (out_bits == 8) else 2**out_bits - 1
@@ -310,11 +357,27 @@ def quantize(
             max_vals.append(mv), max_shifts.append(mvs)
         if isinstance(module, nn.Conv2d):
             k, stride, pad = _conv_geometry(name, module)
+            pool = pool_stride = 0
             c_in, h, wd = shape
             out_shape = (w.shape[0], (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1)
             kind = "conv"
+            if block.pool is not None:
+                pool, pool_stride = _pool_geometry(block.name, block.pool)
+                pooled = tuple((n - pool) // pool_stride + 1 for n in out_shape[1:])
+                # Akida pools VALID after a VALID conv and TF-SAME after a SAME one: exact where SAME pads nothing
+                same = tuple(-(-n // pool_stride) for n in out_shape[1:])
+                pads = tuple(max((o - 1) * pool_stride + pool - n, 0) for o, n in zip(same, out_shape[1:], strict=True))
+                if min(pooled) < 1 or (pad and (same != pooled or any(pads))):
+                    raise ConfigError(
+                        f"layer {_label_of(model, block.pool)} pools a {out_shape[1]}x{out_shape[2]} map with window "
+                        f"{pool}, stride {pool_stride} after a padded Conv2d; Akida pools such maps TF-SAME "
+                        f"({same[0]}x{same[1]}), torch gives {pooled[0]}x{pooled[1]}; accepted: windows that tile "
+                        "the map exactly, or padding=0 on the Conv2d"
+                    )
+                out_shape = (out_shape[0], *pooled)
         else:
             stride, pad, kind = 1, 0, "dense"
+            pool = pool_stride = 0
             if math.prod(shape) != module.in_features:
                 raise ShapeError(
                     f"layer {name} has in_features={module.in_features} but receives {math.prod(shape)} values "
@@ -343,6 +406,8 @@ def quantize(
                 weight_scale=w_scale.to(torch.float32),
                 stride=stride,
                 padding=pad,
+                pool=pool,
+                pool_stride=pool_stride,
             )
         )
         shape, scale, bits = out_shape, out_scale, out_bits
@@ -360,7 +425,8 @@ def quantize_input(net: QuantizedNetwork, x: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class LayerTrace:
-    """Integer tensors of one layer on a batch (torch layout): input codes, accumulators, output codes."""
+    """Integer tensors of one layer on a batch (torch layout): input codes, accumulators (before any pooling),
+    output codes."""
 
     inputs: torch.Tensor
     accumulators: torch.Tensor
@@ -386,6 +452,8 @@ def layer_reference(layer: QuantizedLayer, x: torch.Tensor) -> LayerTrace:
     half = 2 ** (BUFFER_BITS - 1)
     acc = acc.clamp(-half, half - 1)
     y = acc
+    if layer.pool:  # max commutes with the (monotone) ReLU and requantization that follow
+        y = torch.nn.functional.max_pool2d(acc.to(torch.float64), layer.pool, layer.pool_stride).to(torch.int64)
     if layer.relu:
         clip = pc(layer.max_value) << pc(layer.max_value_shift).clamp(max=40)
         y = torch.minimum(y.clamp(min=0), clip)

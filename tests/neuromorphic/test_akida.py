@@ -183,6 +183,30 @@ def test_conv_net_is_bit_exact(k, stride, padding, size):
     assert net.describe()[0]["akida_output_shape"][::-1][0] == 5
 
 
+@pytest.mark.parametrize("order", ["same, relu then pool", "valid, pool then relu"])
+def test_max_pooling_conv_is_bit_exact(order):
+    torch.manual_seed(2)
+    if order.startswith("same"):
+        size, head = (8, 8), [nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
+    else:
+        size, head = (9, 9), [nn.Conv2d(2, 4, 3), nn.MaxPool2d(3, stride=2), nn.ReLU()]
+    model = nn.Sequential(*head, nn.Flatten(), nn.LazyLinear(6))
+    calib = torch.randn(64, 2, *size)
+    model(calib)
+    net = ak.compile(model, calib)
+    x = torch.randn(50, 2, *size)
+    wrong, _ = _mismatches(net, x)
+    assert wrong == 0
+    run = net.run(x)
+    with torch.no_grad():
+        ref = model(x)
+    assert (run.outputs.argmax(1) == ref.argmax(1)).float().mean() >= 0.9
+    pooled = (4, 4, 4) if order.startswith("same") else (4, 3, 3)
+    assert net.quantized.layers[0].out_shape == pooled and net.describe()[0]["max_pool"] is not None
+    assert run.layers[0].neurons == 4 * (size[0] - (0 if order.startswith("same") else 2)) ** 2  # before pooling
+    assert run.layers[0].spikes <= 50 * 4 * pooled[1] * pooled[2]
+
+
 def test_conv_kernel_is_not_mirrored():
     """A one-hot kernel at a corner shifts the image; the engine must shift it the way torch does."""
     conv = nn.Conv2d(1, 1, 3, padding=1, bias=False)
@@ -246,7 +270,10 @@ def test_describe_and_macs():
     ("model", "match"),
     [
         (nn.Sequential(nn.Linear(4, 4), nn.Tanh()), r"layer 1: Tanh .*supported layers: nn.Linear"),
-        (nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.MaxPool2d(2)), r"layer 2: MaxPool2d"),
+        (nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.MaxPool2d(2, ceil_mode=True)), r"layer 2: MaxPool2d .*ceil"),
+        (nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.MaxPool2d(2)), r"layer 2: MaxPool2d does not follow a Conv2d"),
+        (nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)), r"layer 2: MaxPool2d pools a 5x5"),
+        (nn.Sequential(nn.Conv2d(1, 2, 3), nn.AvgPool2d(2)), r"layer 1: AvgPool2d is not supported"),
         (nn.Sequential(nn.Conv2d(1, 2, 3, padding=2), nn.ReLU()), r"layer 0: Conv2d has padding=\(2, 2\)"),
         (nn.Sequential(nn.Conv2d(1, 2, 4, padding=2), nn.ReLU()), r"layer 0: Conv2d has padding"),
         (nn.Sequential(nn.Conv2d(1, 2, 5, stride=2), nn.ReLU()), r"layer 0: Conv2d has stride=\(2, 2\) with kernel 5"),
@@ -258,8 +285,9 @@ def test_describe_and_macs():
     ],
 )
 def test_unsupported_models_are_refused_by_name(model, match):
+    calib = torch.rand(4, 1, 5, 5) if any(isinstance(m, nn.Conv2d) for m in model.modules()) else torch.rand(4, 4)
     with pytest.raises(ConfigError, match=match):
-        ak.compile(model, torch.rand(4, 4))
+        ak.compile(model, calib)
 
 
 def test_bad_arguments_name_the_value():
