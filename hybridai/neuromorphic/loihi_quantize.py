@@ -20,7 +20,9 @@ Mapping of one pair (units: a float membrane value ``U`` is ``U * scale`` intege
   delay 2, so CUBA needs ``quirks="nengo"`` (Lava's bit-accurate LIF has no refractory period). The
   float CUBA adds its bias to the current, the chip adds it to the voltage: CUBA after a biased
   Linear is refused.
-* threshold: ``vth_mant = round(threshold * scale / 64)``; bias: ``round(b * scale)`` as
+* threshold: ``vth_mant = round(threshold * scale / 64)``; a threshold above the largest membrane the
+  inputs can drive (a non-spiking readout, e.g. ``threshold=1e9``) is clamped to 2^17 - 1 and only
+  that bound constrains the scale; bias: ``round(b * scale)`` as
   ``bias_mant << bias_exp`` with the smallest exponent that fits; decays clipped to 0..4095
   (beta = 0 gives dv = 4095, a factor 1/4096).
 * voltage limits: ``vmin_exp = 23``, ``vmax_exp = 7`` (v in +-(2^23 - 1), as wide as the float model allows).
@@ -186,6 +188,12 @@ def plan_pair(pair: Pair, max_count: float = 1.0) -> LayerPlan:
     else:
         du = torch.full((n,), 4095, dtype=torch.int64)
     keep_u = float((4095 - du).max()) / 4096  # the slowest current decay: u grows to q / (1 - keep_u)
+    # the largest membrane the inputs can drive (all inputs at their largest count, steady state): a
+    # threshold above it is never reached, so only the bound needs to fit (a non-spiking readout)
+    keep_v = (4096 - dv).double() / 4096
+    drive = weight.abs().sum(1) * max_count + bias.abs()
+    reach = torch.where(keep_v < 1, drive / ((1 - keep_u) * (1 - keep_v).clamp(min=1e-300)), torch.inf)
+    threshold_fit = torch.minimum(threshold, reach)
     w_max = float(weight.abs().max())
     if w_max == 0:
         w_max = max(float(threshold.max()), float(bias.abs().max()), 1e-12)
@@ -196,7 +204,7 @@ def plan_pair(pair: Pair, max_count: float = 1.0) -> LayerPlan:
         fits_registers = None
         for weight_exp in range(7, -1, -1):
             scale = k * 2.0 ** (6 + weight_exp)
-            vth = torch.round(threshold * scale / 64)
+            vth = torch.round(threshold_fit * scale / 64)
             bias_int = torch.round(bias * scale)
             registers = bool(vth.max() <= VTH_MAX) and bool(bias_int.abs().max() <= BIAS_MAX)
             q_worst = worst_in * 2.0 ** (6 + weight_exp)
@@ -212,7 +220,7 @@ def plan_pair(pair: Pair, max_count: float = 1.0) -> LayerPlan:
     else:  # pragma: no cover - 64 halvings cover any finite ratio
         raise ConfigError(f"{pair.name}: found no weight scale whose threshold and bias fit Loihi's registers")
     scale = k * 2.0 ** (6 + weight_exp)
-    vth_mant = torch.round(threshold * scale / 64).long()
+    vth_mant = torch.round(threshold * scale / 64).clamp(max=VTH_MAX).long()  # clamps only unreachable ones
     bias_int = torch.round(bias * scale)
     bias_exp = torch.ceil(torch.log2(torch.clamp(bias_int.abs() / 4095, min=1))).long()
     bias_mant = torch.round(bias_int / 2.0**bias_exp).long()
