@@ -4,7 +4,7 @@ The public API, re-exported. Importing hybridai imports torch only; each backend
 stack (PennyLane, Qiskit, Mitiq, nengo, akida) is imported when first used.
 """
 
-from . import backends, events, spiking, training
+from . import backends, events, neuromorphic, spiking, training
 from .errors import (
     BackendNotFoundError,
     BackendUnavailableError,
@@ -14,6 +14,7 @@ from .errors import (
     ShapeError,
 )
 from .module import HybridModule, place, summary
+from .neuromorphic import deploy
 from .quantum import QuantumKernel, QuantumLayer, mitigation, psd_repair, target_alignment
 from .quantum.mitigation import ZNE
 from .spiking import (
@@ -28,7 +29,6 @@ from .spiking import (
     SpikeCountDecoder,
     TimeDistributed,
 )
-
 from .training import load, save
 
 __version__ = "0.1.0"
@@ -74,9 +74,11 @@ __all__ = [
     "ZNE",
     "__version__",
     "backends",
+    "deploy",
     "events",
     "load",
     "mitigation",
+    "neuromorphic",
     "place",
     "psd_repair",
     "save",

@@ -1,4 +1,4 @@
-"""The ``hybridai`` command: ``backends``, ``info``, ``demo``, ``test-backend`` (``--help`` on each)."""
+"""The ``hybridai`` command: backends, info, demo, test-backend, deploy-report (``--help`` on each)."""
 
 from __future__ import annotations
 
@@ -95,6 +95,37 @@ def cmd_test_backend(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _load_trusted(path: str, argument: str):
+    """A whole object saved with ``torch.save`` (unpickled: only for files you made yourself)."""
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except FileNotFoundError:
+        raise invalid(argument, path, "an existing file written with torch.save") from None
+    except Exception as exc:
+        raise invalid(
+            argument, path, f"a file written with torch.save (loading failed: {type(exc).__name__})"
+        ) from None
+
+
+def cmd_deploy_report(args: argparse.Namespace) -> int:
+    import torch
+
+    from .neuromorphic.deploy import deploy
+
+    model = _load_trusted(args.model, "model")
+    data = _load_trusted(args.data, "data")
+    x, labels = data if isinstance(data, tuple | list) and len(data) == 2 else (data, None)
+    if not torch.is_tensor(x):
+        raise invalid("data", type(data).__name__, "a tensor x or a tuple (x, labels) saved with torch.save")
+    calibration = _load_trusted(args.calibration, "calibration") if args.calibration else x
+    energy = dict(args.energy) if args.energy else None
+    deployment = deploy(model, args.backend, calibration=calibration, energy=energy, **dict(args.option or []))
+    print(deployment.report(x, labels))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hybridai", description="Classical, quantum and spiking layers in one PyTorch model."
@@ -125,6 +156,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--atol", type=float, default=None, help="tolerance of the exact-value and gradient checks")
     p.add_argument("--full", action="store_true", help="print each check's detail in full")
     p.set_defaults(func=cmd_test_backend)
+    p = sub.add_parser(
+        "deploy-report",
+        help="deploy a saved model on a neuromorphic backend and print agreement, activity, latency and energy",
+        description="Load a whole model saved with torch.save(model, MODEL) and a batch saved with "
+        "torch.save((x, labels), DATA) or torch.save(x, DATA), deploy the model with hybridai.deploy and print "
+        "the report. Both files are unpickled: load only files you made yourself.",
+    )
+    p.add_argument("model", metavar="MODEL", help="file written with torch.save(model, MODEL)")
+    p.add_argument(
+        "data", metavar="DATA", help="file written with torch.save((x, labels), DATA) or torch.save(x, DATA)"
+    )
+    p.add_argument("--backend", default="loihi", help="neuromorphic backend: loihi (default), akida, nengo")
+    p.add_argument("--calibration", metavar="FILE", help="calibration batch (torch.save(x)); default: x from DATA")
+    p.add_argument("-o", "--option", action="append", type=_option, metavar="KEY=VALUE",
+                   help="backend option (a Python literal), repeatable: -o quirks='lava'")  # fmt: skip
+    p.add_argument("--energy", action="append", type=_option, metavar="EVENT=JOULES",
+                   help="joules per event, repeatable: --energy synaptic_op=2e-11 (replaces published)")  # fmt: skip
+    p.set_defaults(func=cmd_deploy_report)
     return parser
 
 

@@ -12,7 +12,8 @@ plus options), from pytest::
 
 or from Python (``run_conformance(...)`` returns a ``Report``; ``print(report)`` is a table),
 or from the shell: ``hybridai test-backend photonic:ideal``. Checks: registration,
-capabilities, option errors, then per domain the result layout or placement, capability
+capabilities, option errors, then per domain the result layout or placement (for a
+neuromorphic chip: compiling and running a probe network, see ``deployment``), capability
 honesty (exact values against a reference, gradients against a reference or finite
 differences / the shift rule, randomness reproducible per seed), errors on bad input,
 serialization (``torch.save``/``torch.load``, state_dict) and thread safety of independent
@@ -52,20 +53,24 @@ def conformance_checks(
     loaded, only the registration check is returned (and it fails with the reason).
     """
     from ..backends import registry
-    from . import common, placement, quantum
+    from ..backends.base import NeuromorphicBackend
+    from . import common, deployment, placement, quantum
 
     subject = Subject(backend, dict(options or {}))
     if atol is not None:
         subject.cache["atol"] = float(atol)
     checks = [Check("registration", subject, common.registration)]
     try:
-        domains = registry.backend_class(subject.family).domains
+        cls = registry.backend_class(subject.family)
     except Exception:
         return checks
     checks.append(Check("capabilities", subject, common.capabilities))
     checks.append(Check("option errors", subject, common.option_errors))
-    for domain in domains:
-        table = quantum.CHECKS if domain == "quantum" else placement.checks(domain)
+    for domain in cls.domains:
+        if issubclass(cls, NeuromorphicBackend):
+            table = deployment.CHECKS
+        else:
+            table = quantum.CHECKS if domain == "quantum" else placement.checks(domain)
         checks += [Check(f"{domain}: {name}", subject, fn, (fn.__doc__ or "").strip()) for name, fn in table]
     return checks
 

@@ -18,6 +18,7 @@ BUILTINS = [
     "pennylane:default.mixed",
     "aer",
     "aer:fake_manila",
+    "nengo",
     pytest.param("ibm:fake_manila", marks=pytest.mark.slow),  # about 14 s: local testing mode with 4096 shots
 ]
 
@@ -41,6 +42,8 @@ def test_every_domain_has_its_checks():
     quantum = [c.name for c in conformance_checks("statevector")]
     assert {"quantum: gradients", "quantum: shots per seed", "quantum: serialization"} <= set(quantum)
     assert not any(n.startswith("classical") for n in quantum)
+    chip = [c.name for c in conformance_checks("nengo")]
+    assert chip[3:] == ["spiking: compile and run", "spiking: determinism", "spiking: errors on bad input"]
 
 
 def test_unknown_family_fails_registration_with_the_known_names():

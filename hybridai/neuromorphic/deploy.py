@@ -1,0 +1,187 @@
+"""``hybridai.deploy``: a trained model on a neuromorphic backend, with an honest report.
+
+The backend compiles the model to its chip's number formats (``NeuromorphicBackend.compile``);
+``Deployment.report(x, labels)`` runs the float model and the chip on the same batch and says
+what changed: agreement of predictions and outputs, accuracy of both, spikes and synaptic
+operations per layer, neuron updates, latency in time steps and an energy estimate whose
+constants are printed with their sources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from .. import backends
+from ..backends.base import NeuromorphicBackend
+from ..errors import ShapeError, invalid
+from ..text_table import format_table
+from .activity import ChipRun, CompiledNetwork
+from .energy import EnergyEstimate, EnergyModel, energy_model, estimate
+
+
+def deploy(
+    model: nn.Module,
+    backend: str = "loihi",
+    *,
+    calibration: torch.Tensor | None = None,
+    energy: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> Deployment:
+    """Compile ``model`` for a neuromorphic ``backend`` (``"loihi"``, ``"akida"``, ``"nengo"``, a plugin).
+
+    ``calibration``: a batch in the model's input layout, for chips that need activation ranges
+    (Akida). ``energy``: per-event joules (see ``energy.energy_model``) for chips without public
+    figures, or to replace Loihi's published ones. ``options`` go to the backend (``quirks="lava"``).
+    """
+    if not isinstance(model, nn.Module):
+        raise invalid("model", type(model).__name__, "a trained torch.nn.Module (an nn.Sequential)")
+    chip = backends.get(backend, domain="spiking", **options)
+    if not isinstance(chip, NeuromorphicBackend):
+        chips = sorted(i.name for i in backends.available() if _is_neuromorphic(i.name))
+        raise invalid("backend", backend, f"a neuromorphic backend: one of {chips}")
+    compiled = chip.compile(model, calibration=calibration)
+    return Deployment(model, chip, compiled, energy_model(chip.family, energy))
+
+
+def _is_neuromorphic(family: str) -> bool:
+    try:
+        return issubclass(backends.registry.backend_class(family), NeuromorphicBackend)
+    except Exception:  # a plugin that fails to load is simply not listed here
+        return False
+
+
+class Deployment:
+    """A model compiled for a chip: ``run(x)`` gives the chip's outputs, ``report(x, labels)`` the comparison."""
+
+    def __init__(
+        self, model: nn.Module, backend: NeuromorphicBackend, compiled: CompiledNetwork, energy: EnergyModel | None
+    ) -> None:
+        self.model = model
+        self.backend = backend
+        self.compiled = compiled
+        self.energy = energy
+
+    def run(self, x: torch.Tensor) -> torch.Tensor:
+        """The chip's outputs for ``x``, in the float model's output layout."""
+        return self.compiled.run(x).outputs
+
+    def report(self, x: torch.Tensor, labels: torch.Tensor | None = None) -> DeploymentReport:
+        """Run float model and chip on ``x`` and compare; ``labels`` ``[B]`` adds both accuracies."""
+        chip_run = self.compiled.run(x)
+        training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                reference = self.model(x)
+        finally:
+            self.model.train(training)
+        if not torch.is_tensor(reference):
+            raise invalid("model output", type(reference).__name__, "a single tensor")
+        got = chip_run.outputs.to(reference.device, reference.dtype)
+        if got.shape != reference.shape:
+            raise ShapeError(
+                f"the {self.backend.name!r} deployment returned outputs of shape {tuple(got.shape)} but the float "
+                f"model returns {tuple(reference.shape)}; accepted: the same layout (a bug in the backend)"
+            )
+        return DeploymentReport(
+            backend=self.backend.name,
+            run=chip_run,
+            agreement=_agreement(reference, got, labels),
+            energy=estimate(chip_run, self.energy) if self.energy is not None else None,
+            layout=self.compiled.describe(),
+        )
+
+
+def _agreement(reference: torch.Tensor, got: torch.Tensor, labels: torch.Tensor | None) -> dict[str, float]:
+    ref, out = reference.double(), got.double()
+    result = {
+        "output max |difference|": float((out - ref).abs().max()),
+        "output relative error": float((out - ref).norm() / ref.norm().clamp_min(1e-30)),
+    }
+    if ref.ndim == 2:  # [B, classes]: predictions
+        predicted, expected = out.argmax(1), ref.argmax(1)
+        result["prediction agreement"] = float((predicted == expected).double().mean())
+        if labels is not None:
+            labels = torch.as_tensor(labels, device=ref.device)
+            if labels.shape != (ref.shape[0],):
+                raise invalid("labels.shape", tuple(labels.shape), f"one label per sample: ({ref.shape[0]},)")
+            result["accuracy, float model"] = float((expected == labels).double().mean())
+            result["accuracy, chip"] = float((predicted == labels).double().mean())
+    elif set(ref.unique().tolist()) <= {0.0, 1.0}:  # spikes [T, B, ...]
+        result["spike agreement"] = float((out == ref).double().mean())
+    return result
+
+
+@dataclass(frozen=True)
+class DeploymentReport:
+    """What changed on the chip: agreement, activity per layer, latency, energy (``str()`` prints it all)."""
+
+    backend: str
+    run: ChipRun
+    agreement: dict[str, float]
+    energy: EnergyEstimate | None
+    layout: list[dict[str, Any]]
+
+    @property
+    def spikes(self) -> int:
+        return sum(layer.spikes for layer in self.run.layers)
+
+    @property
+    def synaptic_ops(self) -> int:
+        return sum(layer.synaptic_ops for layer in self.run.layers)
+
+    def __str__(self) -> str:
+        run = self.run
+        head = [
+            ["backend", self.backend],
+            ["samples x time steps", f"{run.samples} x {run.time_steps}"],
+            ["latency", f"{run.latency_steps} time steps"],
+            *[[k, f"{v:.4g}"] for k, v in self.agreement.items()],
+        ]
+        steps = max(run.samples * run.time_steps, 1)
+        energy = dict(self.energy.per_layer) if self.energy else {}
+        rows = [
+            [
+                a.name,
+                f"{a.neurons:,}",
+                f"{a.spikes / steps:,.2f}",
+                f"{a.spikes / max(a.neuron_updates, 1):.4f}",
+                f"{a.synaptic_ops / steps:,.1f}",
+                f"{a.neuron_updates / steps:,.0f}",
+                f"{energy[a.name] / run.samples * 1e9:.3f}" if a.name in energy else "-",
+            ]
+            for a in run.layers
+        ]
+        parts = [
+            format_table(["deployment", ""], head),
+            "",
+            format_table(
+                ["layer", "neurons", "spikes/step", "rate", "syn. ops/step", "updates/step", "nJ/sample"], rows
+            ),
+            "",
+            self._energy_text(),
+        ]
+        return "\n".join(parts)
+
+    def _energy_text(self) -> str:
+        if self.energy is None:
+            return (
+                f"energy: not estimated: no public per-event figures for {self.backend!r}; pass measured constants "
+                "with hybridai.deploy(..., energy={'synaptic_op': J, 'neuron_update_active': J, "
+                "'neuron_update_inactive': J})"
+            )
+        model = self.energy.model
+        rows = [[event, f"{c.joules * 1e12:g} pJ", c.source] for event, c in model.constants()]
+        note = f" ({model.note})" if model.note else ""
+        return "\n".join(
+            [
+                f"energy estimate ({model.chip}{note}): {self.energy.per_sample * 1e9:.3f} nJ per sample, "
+                f"{self.energy.total * 1e6:.4g} uJ in all",
+                format_table(["event", "energy", "source"], rows),
+            ]
+        )

@@ -1,0 +1,115 @@
+"""Checks for neuromorphic backends: they compile whole networks (``NeuromorphicBackend.compile``).
+
+Two probe networks: a spiking one (Linear -> LIF -> Linear -> LIF, reset to zero, binary input
+spikes ``[T, B, F]``) and a quantizable ReLU one (Linear -> ReLU -> Linear, inputs ``[B, F]`` in
+[0, 1]). A chip must compile at least one; the other may be refused with a HybridAIError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import torch
+from torch import nn
+
+from ..errors import HybridAIError
+from .suite import ConformanceError, Subject, expect_error
+
+
+class Probe(NamedTuple):
+    name: str
+    build: Callable[[], nn.Module]
+    inputs: Callable[[], torch.Tensor]
+
+
+def _spiking() -> nn.Module:
+    from ..spiking import LIF
+
+    torch.manual_seed(3)
+    return nn.Sequential(nn.Linear(6, 5), LIF(0.8, reset="zero"), nn.Linear(5, 3), LIF(0.8, reset="zero"))
+
+
+def _spikes() -> torch.Tensor:
+    return (torch.rand(8, 4, 6, generator=torch.Generator().manual_seed(4)) < 0.5).float()
+
+
+def _relu() -> nn.Module:
+    torch.manual_seed(3)
+    return nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3))
+
+
+def _values() -> torch.Tensor:
+    return torch.rand(4, 6, generator=torch.Generator().manual_seed(4))
+
+
+PROBES = (Probe("spiking", _spiking, _spikes), Probe("ReLU", _relu, _values))
+
+
+def _compiled(s: Subject) -> tuple[Probe, Any]:
+    """The first probe the backend compiles, and its compiled network (cached)."""
+
+    def compile_one() -> tuple[Probe, Any]:
+        refusals = []
+        for probe in PROBES:
+            try:
+                return probe, s.make().compile(probe.build(), calibration=probe.inputs())
+            except HybridAIError as exc:
+                refusals.append(f"{probe.name}: {type(exc).__name__}: {exc}")
+        raise ConformanceError("compiled neither probe network; " + "; ".join(refusals))
+
+    return s.once("compiled", compile_one)
+
+
+def compile_and_run(s: Subject) -> str:
+    """compile() a probe network; run() returns outputs in the float model's layout and sane activity counts."""
+    from ..neuromorphic.activity import ChipRun
+
+    probe, compiled = _compiled(s)
+    x = probe.inputs()
+    run = compiled.run(x)
+    if not isinstance(run, ChipRun):
+        raise ConformanceError(f"run() returned {type(run).__name__}; accepted: hybridai.neuromorphic.ChipRun")
+    with torch.no_grad():
+        reference = probe.build()(x)
+    if tuple(run.outputs.shape) != tuple(reference.shape) or not torch.isfinite(run.outputs).all():
+        raise ConformanceError(
+            f"outputs of shape {tuple(run.outputs.shape)}; the float model gives {tuple(reference.shape)}"
+        )
+    batch = x.shape[1] if probe.name == "spiking" else x.shape[0]
+    if run.samples != batch or run.time_steps < 1 or run.latency_steps < 0 or not run.layers:
+        raise ConformanceError(
+            f"samples={run.samples} (batch {batch}), time_steps={run.time_steps}, latency_steps={run.latency_steps}, "
+            f"{len(run.layers)} layers: not a consistent ChipRun"
+        )
+    for layer in run.layers:
+        if not (0 <= layer.active_updates <= layer.neuron_updates and 0 <= layer.spikes and layer.synaptic_ops >= 0):
+            raise ConformanceError(f"inconsistent activity counts {layer}")
+    return f"{probe.name} probe: outputs {tuple(run.outputs.shape)}, {len(run.layers)} layers counted"
+
+
+def determinism(s: Subject) -> str:
+    """Two runs of one compiled network, and a second compile, give identical outputs and activity."""
+    probe, compiled = _compiled(s)
+    first, second = compiled.run(probe.inputs()), compiled.run(probe.inputs())
+    again = s.make().compile(probe.build(), calibration=probe.inputs()).run(probe.inputs())
+    for name, other in (("second run", second), ("second compile", again)):
+        if not torch.equal(first.outputs, other.outputs) or first.layers != other.layers:
+            raise ConformanceError(f"the {name} gave different outputs or activity")
+    return "repeat runs and recompiles identical"
+
+
+def bad_input(s: Subject) -> str:
+    """compile(non-module), compile(unsupported layer) and run(wrong width) are HybridAIErrors."""
+    backend = s.make()
+    probe, compiled = _compiled(s)
+    x = probe.inputs()[..., :-1]
+    got = [
+        expect_error(lambda: backend.compile("not a model"), "compile('not a model')", ("model",)),
+        expect_error(lambda: backend.compile(nn.Sequential(nn.Tanh())), "compile(Sequential(Tanh()))", ("Tanh",)),
+        expect_error(lambda: compiled.run(x), f"run() on input of shape {tuple(x.shape)}", ("shape",)),
+    ]
+    return "; ".join(got)
+
+
+CHECKS = (("compile and run", compile_and_run), ("determinism", determinism), ("errors on bad input", bad_input))
