@@ -29,7 +29,7 @@ from .spiking import (
     SpikeCountDecoder,
     TimeDistributed,
 )
-from .training import load, save
+from .training import load, profile, save
 
 __version__ = "0.1.0"
 
@@ -80,6 +80,7 @@ __all__ = [
     "mitigation",
     "neuromorphic",
     "place",
+    "profile",
     "psd_repair",
     "save",
     "spiking",
