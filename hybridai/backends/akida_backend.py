@@ -92,6 +92,10 @@ class AkidaBackend(NeuromorphicBackend):
     def compile(self, model: Any, *, calibration: Any = None) -> Any:
         """An ``AkidaNetwork`` for ``model``; ``calibration`` (a float batch in the model's input layout,
         [N, F] or [N, C, H, W]) sets the activation ranges and is required."""
+        from ..neuromorphic import akida as akida_net
+        from ..neuromorphic.akida_quantize import check_model
+
+        check_model(model)  # a model error first: it is the one to fix before any calibration helps
         if calibration is None:
             raise invalid(
                 "calibration",
@@ -99,8 +103,6 @@ class AkidaBackend(NeuromorphicBackend):
                 "a float tensor batch in the model's input layout ([N, F] or [N, C, H, W]); "
                 "Akida's fixed-point activations need their ranges",
             )
-        from ..neuromorphic import akida as akida_net
-
         return akida_net.compile(model, calibration, **self.options)
 
     def describe(self) -> str:

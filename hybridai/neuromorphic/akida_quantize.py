@@ -226,6 +226,11 @@ def _parse(model: nn.Module) -> list[_Block]:
     return found
 
 
+def check_model(model: nn.Module) -> None:
+    """Raise a ConfigError naming the first layer of ``model`` that Akida cannot run exactly (before calibrating)."""
+    _parse(model)
+
+
 def _float_activations(model: nn.Sequential, x: torch.Tensor, found: list[_Block]) -> list[torch.Tensor]:
     """The float output of each block (after its ReLU and pooling) on the calibration batch."""
     ends = {b.last for b in found}

@@ -19,6 +19,7 @@ from hybridai.neuromorphic.akida_quantize import (
     quantize_input,
 )
 from hybridai.neuromorphic.macs import dense_macs
+from hybridai.testing import run_conformance
 
 pytest.importorskip("akida")
 
@@ -124,10 +125,15 @@ def digits_net():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    for _ in range(150):
-        opt.zero_grad()
-        nn.functional.cross_entropy(model(x[:1200]), y[:1200]).backward()
-        opt.step()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matrices: on a loaded 2-core box two threads are ~40x slower
+    try:
+        for _ in range(150):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x[:1200]), y[:1200]).backward()
+            opt.step()
+    finally:
+        torch.set_num_threads(threads)
     return model, x[:1200], x[1200:], y[1200:]
 
 
@@ -304,6 +310,17 @@ def test_bad_arguments_name_the_value():
         ak.compile(model, torch.rand(2, 4)).run(torch.rand(2, 5))
 
 
+def test_run_warns_when_engine_and_reference_disagree():
+    """The activity counts come from the reference, so a disagreement must not pass silently."""
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    net = ak.compile(model, torch.rand(8, 4))
+    assert net.run(torch.rand(8, 4)).outputs.shape == (8, 2) and net.last_mismatches == 0
+    net.quantized.layers[-1].bias.add_(100)  # the reference changes; the akida.Model keeps its variables
+    with pytest.warns(RuntimeWarning, match="differ in"):
+        net.run(torch.rand(8, 4))
+    assert net.last_mismatches > 0
+
+
 def test_missing_akida_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "akida", None)  # makes `import akida` raise ImportError
     with pytest.raises(MissingExtraError, match=r"pip install 'hybridai\[akida\]'"):
@@ -321,6 +338,10 @@ def test_backend_registry_capabilities_and_compile(digits_net):
     assert backend.options["input_bits"] == 4
     with pytest.raises(HybridAIError, match=r"calibration=None .*\[N, F\]"):
         backend.compile(model)
+    with pytest.raises(ConfigError, match=r"layer 0: Tanh"):  # the model is checked before the calibration
+        backend.compile(nn.Sequential(nn.Tanh()))
+    report = run_conformance("akida")
+    assert report.ok and report.counts()["pass"] >= 6, report.failures
     run = backend.compile(model, calibration=train[:128]).run(test[:20])
     assert run.outputs.shape == (20, 10) and len(run.layers) == 2
     with pytest.raises(ConfigError, match=r"backend='akida:chip0'"):
