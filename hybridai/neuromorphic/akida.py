@@ -9,11 +9,16 @@ reference, which the engine matches bit for bit (checked on every run).
 Layout: torch is NCHW and flattens (C, H, W); Akida is NHWC and flattens (H, W, C). Conv kernels are stored
 spatially flipped (Akida computes a true convolution); a Dense after a Flatten gets its weight rows permuted.
 Akida is event based: a zero activation costs nothing, so synaptic operations count non-zero inputs only.
+
+``integer_reference`` is the network in Akida's integer semantics (``shared/reference/akida.md``, plus the
+measured saturation of ``acc * output_scales`` at signed 32 bits), in torch: int64 results, float64
+convolutions (exact for these magnitudes), on the device of its input.
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,16 +27,91 @@ import torch
 from ..errors import MissingExtraError
 from .activity import ChipRun, CompiledNetwork, LayerActivity
 from .akida_quantize import (
-    LayerTrace,
+    BUFFER_BITS,
+    POST_OP_BITS,
     QuantizedLayer,
     QuantizedNetwork,
-    integer_reference,
+    check_model,
     quantize,
     quantize_input,
 )
 from .macs import dense_macs
 
-__all__ = ["AkidaNetwork", "build_model", "compile", "count_activity", "dense_macs", "import_akida"]
+__all__ = [
+    "AkidaNetwork",
+    "LayerTrace",
+    "QuantizedLayer",
+    "QuantizedNetwork",
+    "build_model",
+    "check_model",
+    "compile",
+    "count_activity",
+    "dense_macs",
+    "import_akida",
+    "integer_reference",
+    "layer_reference",
+    "quantize",
+    "quantize_input",
+]
+
+
+@dataclass(frozen=True)
+class LayerTrace:
+    """Integer tensors of one layer on a batch (torch layout): input codes, accumulators (before any pooling),
+    output codes."""
+
+    inputs: torch.Tensor
+    accumulators: torch.Tensor
+    outputs: torch.Tensor
+
+
+def _per_channel(v: torch.Tensor, dims: int, device: torch.device) -> torch.Tensor:
+    return v.to(device).view(1, -1, *([1] * (dims - 2)))
+
+
+def layer_reference(layer: QuantizedLayer, x: torch.Tensor) -> LayerTrace:
+    """One layer with Akida's integer semantics (``shared/reference/akida.md``) on int64 codes ``x``."""
+    dev = x.device
+    xs = (x << layer.input_shift).to(torch.float64)
+    w = layer.weights.to(device=dev, dtype=torch.float64)
+    if layer.kind == "conv":
+        acc = torch.nn.functional.conv2d(xs, w, stride=layer.stride, padding=layer.padding)
+    else:
+        acc = xs.reshape(xs.shape[0], -1) @ w.T
+    acc = acc.round().to(torch.int64)
+    pc = lambda v: _per_channel(v, acc.dim(), dev)  # noqa: E731
+    acc = acc + (pc(layer.bias) << pc(layer.bias_shift))
+    half = 2 ** (BUFFER_BITS - 1)
+    acc = acc.clamp(-half, half - 1)
+    y = acc
+    if layer.pool:  # max commutes with the (monotone) ReLU and requantization that follow
+        y = torch.nn.functional.max_pool2d(acc.to(torch.float64), layer.pool, layer.pool_stride).to(torch.int64)
+    if layer.relu:
+        clip = pc(layer.max_value) << pc(layer.max_value_shift).clamp(max=40)
+        y = torch.minimum(y.clamp(min=0), clip)
+    post = 2 ** (POST_OP_BITS - 1)
+    y = (y * pc(layer.output_scales)).clamp(-post, post - 1)  # measured: the product saturates at int32
+    shift = pc(layer.output_shift)
+    left = (y << shift.clamp(min=0, max=31)).clamp(-post, post - 1)
+    k = (-shift).clamp(min=0)
+    right = (y + ((1 << k) >> 1)) >> k  # round half up: (y + 2^(k-1)) >> k, and y when k == 0
+    y = torch.where(shift >= 0, left, right)
+    if layer.output_bits < 8:
+        y = y.clamp(0, 2**layer.output_bits - 1)
+    else:
+        y = y.clamp(0, 127) if layer.relu else y.clamp(-128, 127)
+    return LayerTrace(inputs=x, accumulators=acc, outputs=y)
+
+
+def integer_reference(net: QuantizedNetwork, codes: torch.Tensor) -> list[LayerTrace]:
+    """Run the integer network on input codes (from ``quantize_input``); one trace per layer, in order."""
+    traces: list[LayerTrace] = []
+    x = codes
+    for layer in net.layers:
+        trace = layer_reference(layer, x.reshape(x.shape[0], *layer.in_shape))
+        traces.append(trace)
+        x = trace.outputs
+    return traces
 
 
 def import_akida() -> Any:

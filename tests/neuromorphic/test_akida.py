@@ -12,12 +12,7 @@ import hybridai.backends.akida_backend  # noqa: F401  (registers the family)
 from hybridai.backends import registry
 from hybridai.errors import ConfigError, HybridAIError, MissingExtraError, ShapeError
 from hybridai.neuromorphic import akida as ak
-from hybridai.neuromorphic.akida_quantize import (
-    QuantizedLayer,
-    QuantizedNetwork,
-    integer_reference,
-    quantize_input,
-)
+from hybridai.neuromorphic.akida import QuantizedLayer, QuantizedNetwork, integer_reference, quantize_input
 from hybridai.neuromorphic.macs import dense_macs
 from hybridai.testing import run_conformance
 
