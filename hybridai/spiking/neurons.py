@@ -236,8 +236,10 @@ class LIF(_SpikingLayer):
         dt: seconds per time step (used by NIR export and deployment).
         backend: spiking backend name, default ``"torch"``.
         checkpoint_steps: ``None`` (default) or K: gradient checkpointing in chunks of K time
-            steps (same outputs and gradients, far fewer bytes saved for backward, each chunk's
-            forward recomputed once during backward).
+            steps. Backward keeps the input x and ceil(T/K) states instead of the membrane trace,
+            which is then never allocated (one [T, B, N] tensor less at the peak; two for CUBA
+            with a learnt alpha); each chunk is recomputed once in backward. Outputs and
+            gradients are bit-identical. K near sqrt(T) keeps the extra buffers smallest.
 
     Input ``[T, B, ...]``; output the same shape. ``forward(x, state=mem0)`` starts from a given
     membrane ``[B, ...]`` (gradients flow into it).

@@ -45,7 +45,7 @@ class ProfileReport:
 
     @property
     def by_domain(self) -> dict[str, float]:
-        """Milliseconds per domain (``classical``, ``quantum``, ``spiking``) over the layers that ran."""
+        """Milliseconds per domain (``classical``, ``quantum``, ``spiking``) summed over the layers."""
         totals: dict[str, float] = {}
         for row in self.rows:
             totals[row["domain"]] = totals.get(row["domain"], 0.0) + row["total_ms"]
