@@ -1,6 +1,6 @@
 """Backend registry and the Backend contract. See ``registry`` and ``base``."""
 
-from . import nengo_backend, pennylane_backend, qiskit_backends, statevector, torch_backend  # noqa: F401  (built-ins register themselves)
+from . import akida_backend, nengo_backend, pennylane_backend, qiskit_backends, statevector, torch_backend  # noqa: F401  (built-ins register themselves)
 from .base import (
     DOMAINS,
     Availability,

@@ -3,21 +3,27 @@
 ``hybridai.deploy(model, backend=...)`` compiles a model for a chip and reports what changed
 (``deploy``); ``activity`` holds the contract every neuromorphic backend keeps
 (``CompiledNetwork``, ``ChipRun``, ``LayerActivity``); ``energy`` prices counted events with
-constants that carry their sources. Per chip: ``nengo`` (a ``nengo.Network``).
+constants that carry their sources; ``dense_macs`` counts a conventional model's multiply-accumulates.
+Per chip: ``akida`` (BrainChip's engine) and ``nengo`` (a ``nengo.Network``).
 """
 
-from . import energy
+from . import akida, energy
 from .activity import ChipRun, CompiledNetwork, LayerActivity
+from .akida import AkidaNetwork
 from .deploy import Deployment, DeploymentReport, deploy
+from .macs import dense_macs
 from .nengo import NengoNetwork, to_network
 
 __all__ = [
+    "AkidaNetwork",
     "ChipRun",
     "CompiledNetwork",
     "Deployment",
     "DeploymentReport",
     "LayerActivity",
     "NengoNetwork",
+    "akida",
+    "dense_macs",
     "deploy",
     "energy",
     "to_network",

@@ -18,6 +18,7 @@ BUILTINS = [
     "pennylane:default.mixed",
     "aer",
     "aer:fake_manila",
+    "akida",
     "nengo",
     pytest.param("ibm:fake_manila", marks=pytest.mark.slow),  # about 14 s: local testing mode with 4096 shots
 ]
