@@ -13,7 +13,19 @@ Sections (``--sections``; all by default):
   ``--repeats`` rounds of about ``--samples`` samples each (whole epochs), after one warm-up epoch;
   a setup stops after 10 s of timed rounds (the rounds column says how many ran).
 
+* ``memory``: what gradient checkpointing (``checkpoint_steps=K``) saves on a long spiking
+  sequence: T=1000 steps, batch 32, 512 neurons, forward + backward of ``spikes.sum()`` for
+  Linear 128->512 -> LIF (the common case), Linear -> CUBA with a learnt alpha (two traces saved
+  without checkpointing) and Linear -> RepeatEncoder -> LIF (a static input current, whose input
+  costs nothing to keep), each with and without checkpointing, each configuration in a fresh
+  spawned process. Measured: bytes autograd keeps for backward (``saved_tensors_hooks``,
+  distinct storages), the peak of torch's allocator during the step above what it held before
+  (torch profiler on the CPU, ``torch.cuda.max_memory_allocated`` on CUDA), the growth of the
+  process's peak resident set (``ru_maxrss``; the step is the process's first full-size one)
+  and the step time; the ratio is without / with.
+
     python benchmarks/scale.py [--sections throughput] [--qubits 6] [--batch 64 256] [--samples 10000] [--repeats 3]
+    python benchmarks/scale.py --sections memory [--memory-steps 1000] [--checkpoint-steps 32] [--neurons 512]
 """
 
 from __future__ import annotations
@@ -28,7 +40,7 @@ import time
 
 import torch
 
-SECTIONS = ("throughput",)
+SECTIONS = ("throughput", "memory")
 ROUNDS_BUDGET_S = 10.0  # throughput: no further timed rounds once this much time is spent (a loaded box)
 
 
@@ -142,6 +154,135 @@ def print_throughput(rows: list[dict], settings: dict) -> None:
               f"/ 1 process x 2 threads = {two / speed[(1, 2)]:.2f}x samples per second")  # fmt: skip
 
 
+# ----------------------------------------------------------------- memory
+
+MEMORY_MODELS = ("Linear -> LIF", "Linear -> CUBA (learnt alpha)", "Linear -> RepeatEncoder -> LIF")
+
+
+def _memory_worker(settings: dict) -> dict:
+    """One configuration in a fresh process: maxrss growth of the first full step, then saved bytes, peak, time."""
+    import resource
+
+    from torch import nn
+
+    from hybridai import CUBA, LIF, RepeatEncoder
+
+    torch.set_num_threads(settings["threads"])
+    torch.manual_seed(0)
+    steps, batch, neurons, chunk = settings["steps"], settings["batch"], settings["neurons"], settings["chunk"]
+    device = torch.device(settings["device"])
+    linear = nn.Linear(128, neurons).to(device)
+    if settings["model"] == "Linear -> RepeatEncoder -> LIF":  # Linear on [B, 128], then repeated T times
+        x, encoder = torch.rand(batch, 128, device=device), RepeatEncoder(steps)
+    else:
+        x, encoder = torch.rand(steps, batch, 128, device=device), nn.Identity()
+    if "CUBA" in settings["model"]:
+        layer = CUBA(0.8, 0.9, learn_alpha=True, checkpoint_steps=chunk).to(device)
+    else:
+        layer = LIF(0.9, checkpoint_steps=chunk).to(device)
+
+    def run(inputs: torch.Tensor = x) -> torch.Tensor:
+        return layer(encoder(linear(inputs)))
+
+    def step(inputs: torch.Tensor = x) -> None:
+        run(inputs).sum().backward()
+        linear.zero_grad(set_to_none=True)
+        layer.zero_grad(set_to_none=True)
+
+    step(x[:, :1] if x.ndim == 3 else x[:1])  # one sample: lazy initialisation, not the measured peak
+    result = {}
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        step()
+        torch.cuda.synchronize()
+        result["peak"] = torch.cuda.max_memory_allocated() - before
+    else:
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        step()
+        result["rss"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) * 1024
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            step()
+        events = [e for e in prof.events() if e.self_cpu_memory_usage]
+        changes = sorted((e.time_range.start, e.self_cpu_memory_usage) for e in events)
+        held = peak = 0
+        for _, change in changes:
+            held += change
+            peak = max(peak, held)
+        result["peak"] = peak
+    storages: dict[int, int] = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storages[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        out = run()
+    out.sum().backward()
+    result["saved"] = sum(storages.values())
+    times = []
+    for _ in range(settings["repeats"]):
+        start = time.perf_counter()
+        step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    result["seconds"] = statistics.median(times)
+    return result
+
+
+def memory(
+    steps: int = 1000, batch: int = 32, neurons: int = 512, chunk: int = 32, repeats: int = 3, threads: int = 1
+) -> list[dict]:
+    """Rows ``{model, checkpoint_steps, device, saved, peak, rss, seconds}`` (bytes, seconds per step).
+
+    ``rss`` (peak resident-set growth) is measured on the CPU only; on CUDA ``peak`` is
+    ``torch.cuda.max_memory_allocated`` above what was allocated before the step.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    rows = []
+    for model in MEMORY_MODELS:
+        for checkpoint_steps in (None, chunk):
+            settings = {"model": model, "steps": steps, "batch": batch, "neurons": neurons, "chunk": checkpoint_steps}
+            settings |= {"repeats": repeats, "threads": threads, "device": device}
+            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:  # a fresh process
+                result = pool.submit(_memory_worker, settings).result()
+            rows.append({"model": model, "checkpoint_steps": checkpoint_steps, "device": device} | result)
+    return rows
+
+
+def print_memory(rows: list[dict], settings: dict) -> None:
+    mib = 2**20
+    trace = settings["steps"] * settings["batch"] * settings["neurons"] * 4
+    print(
+        f"\nmemory: T={settings['steps']} steps, batch {settings['batch']}, {settings['neurons']} neurons "
+        f"(one float32 [T, B, N] tensor = {trace / mib:.1f} MiB), forward + backward of spikes.sum(), "
+        f"device {rows[0]['device']}, torch {torch.__version__}, {settings['threads']} thread(s)"
+    )
+    allocator = "torch.cuda" if rows[0]["device"] == "cuda" else "torch CPU allocator"
+    print(f"| model | checkpoint_steps | saved for backward MiB | peak allocated MiB ({allocator}) | "
+          "peak RSS growth MiB | s / step |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        rss = f"{row['rss'] / mib:.1f}" if "rss" in row else "-"
+        print(f"| {row['model']} | {row['checkpoint_steps'] or 'off'} | {row['saved'] / mib:.1f} | "
+              f"{row['peak'] / mib:.1f} | {rss} | {row['seconds']:.3f} |")  # fmt: skip
+    print()
+    for model in MEMORY_MODELS:
+        off, on = (r for r in rows if r["model"] == model)
+        ratios = [f"saved {off['saved'] / on['saved']:.2f}x", f"peak allocated {off['peak'] / on['peak']:.2f}x"]
+        if "rss" in off and on["rss"] > 0:
+            ratios.append(f"peak RSS growth {off['rss'] / on['rss']:.2f}x")
+        print(f"{model}: without / with checkpoint_steps={on['checkpoint_steps']}: {', '.join(ratios)}; "
+              f"time {on['seconds'] / off['seconds']:.2f}x")  # fmt: skip
+
+
 # ----------------------------------------------------------------- main
 
 
@@ -152,10 +293,19 @@ def main() -> None:
     parser.add_argument("--batch", type=int, nargs="+", default=[64, 256], help="throughput: global batches")
     parser.add_argument("--samples", type=int, default=10000, help="throughput: samples per timed round (about)")
     parser.add_argument("--repeats", type=int, default=3, help="throughput: timed rounds (median)")
+    parser.add_argument("--memory-steps", type=int, default=1000, help="memory: time steps T")
+    parser.add_argument("--memory-batch", type=int, default=32, help="memory: batch size")
+    parser.add_argument("--neurons", type=int, default=512, help="memory: neurons of the spiking layer")
+    parser.add_argument("--checkpoint-steps", type=int, default=32, help="memory: K of checkpoint_steps=K")
+    parser.add_argument("--threads", type=int, default=1, help="memory: torch threads")
     args = parser.parse_args()
     if "throughput" in args.sections:
         settings = {"qubits": args.qubits, "samples": args.samples, "repeats": args.repeats}
         print_throughput(throughput(batches=tuple(args.batch), **settings), settings)
+    if "memory" in args.sections:
+        settings = {"steps": args.memory_steps, "batch": args.memory_batch, "neurons": args.neurons}
+        settings |= {"chunk": args.checkpoint_steps, "threads": args.threads}
+        print_memory(memory(repeats=args.repeats, **settings), settings)
 
 
 if __name__ == "__main__":
