@@ -210,9 +210,10 @@ def all_reduce_sum(values: Sequence[float]) -> list[float]:
 def _gather_rows(rows: torch.Tensor, n: int) -> torch.Tensor:
     """Concatenate every rank's equally sized ``rows`` in rank order and keep the first ``n``."""
     real = torch.view_as_real(rows) if rows.is_complex() else rows
+    real = real.to(_reduce_device()).contiguous()  # gloo gathers CPU tensors, NCCL CUDA ones
     parts = [torch.empty_like(real) for _ in range(world_size())]
-    dist.all_gather(parts, real.contiguous())
-    whole = torch.cat(parts)[:n]
+    dist.all_gather(parts, real)
+    whole = torch.cat(parts)[:n].to(rows.device)
     return torch.view_as_complex(whole) if rows.is_complex() else whole
 
 

@@ -4,6 +4,8 @@ One spawn of two ranks runs every distributed check (imports dominate its cost) 
 rank's results to a file; the tests compare them with single-process references computed here.
 """
 
+import contextlib
+import io
 import math
 import os
 import socket
@@ -101,17 +103,20 @@ def worker(rank: int, port: int, folder: str) -> None:
 
     # (c) fit: shuffled training data, validation, TensorBoard, and a callback that stops on rank 1 only
     model = distributed.wrap(hybrid_model())
-    results["history"] = fit(
-        model,
-        distributed.distributed_loader(data(16, 1), PER_RANK, shuffle=True, seed=3),
-        distributed.distributed_loader(data(8, 2), PER_RANK, shuffle=False),
-        nn.functional.mse_loss,
-        torch.optim.SGD(model.parameters(), lr=LR),
-        FIT_EPOCHS,
-        callbacks=[lambda epoch, metrics: not (rank == 1 and epoch == 1)],
-        progress=True,
-        tensorboard=os.path.join(folder, "tb"),
-    )
+    progress = io.StringIO()
+    with contextlib.redirect_stderr(progress):
+        results["history"] = fit(
+            model,
+            distributed.distributed_loader(data(16, 1), PER_RANK, shuffle=True, seed=3),
+            distributed.distributed_loader(data(8, 2), PER_RANK, shuffle=False),
+            nn.functional.mse_loss,
+            torch.optim.SGD(model.parameters(), lr=LR),
+            FIT_EPOCHS,
+            callbacks=[lambda epoch, metrics: not (rank == 1 and epoch == 1)],
+            progress=True,
+            tensorboard=os.path.join(folder, "tb"),
+        )
+    results["progress"] = progress.getvalue()
 
     # seeds: seed + rank everywhere, encoders included
     encoder = hybridai.RateEncoder(4, seed=0)
@@ -198,6 +203,7 @@ def test_fit_histories_agree_across_ranks_and_with_one_process(ranks):
             assert math.isclose(got[key], want[key], rel_tol=1e-10), (key, got[key], want[key])
     events = list((folder / "tb").glob("events.out.tfevents.*"))
     assert len(events) == 1  # rank 0 only
+    assert "epoch 1/4" in results[0]["progress"] and results[1]["progress"] == ""  # bars on rank 0 only
 
 
 def test_seed_everything_offsets_by_rank(ranks):
