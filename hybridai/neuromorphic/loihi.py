@@ -143,7 +143,14 @@ def lava_wrap_u(x: torch.Tensor) -> torch.Tensor:
 
 
 class Compartments:
-    """A group of N compartments with fixed registers, stepped over a batch ``[B, N]``."""
+    """A group of N compartments with fixed registers, stepped over a batch ``[B, N]``.
+
+    Speed: the integer rules run in float64 lanes that hold integers exactly (every intermediate,
+    at most ``2^24 * 2^12``, is far below 2^53, and products by ``factor / 4096`` are exact dyadic
+    products), because torch's float64 kernels are several times faster than its int64 ones on CPU;
+    results come back as int64. Wraps and clips whose range the input provably cannot leave (bounded
+    from the largest |q| and the decays before the loop) are skipped; they could not change a value.
+    """
 
     def __init__(self, config: CompartmentConfig, n: int, device: torch.device | str, quirks: str = "nengo") -> None:
         if not isinstance(config, CompartmentConfig):
@@ -156,60 +163,119 @@ class Compartments:
                 raise invalid(
                     f"{name}.shape", tuple(tensor.shape), f"a scalar or one value per compartment ({n},)", ShapeError
                 )
-        self.factor_u = 4095 - regs["du"]  # (4096 - 1 - du): Loihi 1 applies du with offset 1
-        self.factor_v = 4096 - regs["dv"]
-        self.vth = regs["vth_mant"] << 6
-        self.bias = regs["bias_mant"] << regs["bias_exp"]
+        f64 = torch.float64
+        self.keep_u = (4095 - regs["du"]).to(f64) / 4096  # (4096 - 1 - du) / 4096: du applies with offset 1
+        self.keep_v = (4096 - regs["dv"]).to(f64) / 4096
+        self.vth = (regs["vth_mant"] << 6).to(f64)
+        self.bias = (regs["bias_mant"] << regs["bias_exp"]).to(f64)
         self.has_bias = bool((self.bias != 0).any())
         if self.quirks == "nengo":
-            self.refractory = regs["refractory"].expand(n).clone()
+            self.refractory = regs["refractory"].to(f64)
             self.uses_refractory = bool((self.refractory > 1).any())
-            self.vmin = -(torch.ones_like(regs["vmin_exp"]) << regs["vmin_exp"]) + 1
-            self.vmax = (torch.ones_like(regs["vmax_exp"]) << (9 + 2 * regs["vmax_exp"])) - 1
+            self.vmin = (-(torch.ones_like(regs["vmin_exp"]) << regs["vmin_exp"]) + 1).to(f64)
+            self.vmax = ((torch.ones_like(regs["vmax_exp"]) << (9 + 2 * regs["vmax_exp"])) - 1).to(f64)
         else:
             self.uses_refractory = False
-            self.vmin, self.vmax = torch.tensor(-V_LIMIT, device=device), torch.tensor(V_LIMIT, device=device)
+            self.vmin = torch.tensor(-float(V_LIMIT), device=device)
+            self.vmax = torch.tensor(float(V_LIMIT), device=device)
         self.device = device
 
-    def simulate(self, q: torch.Tensor, *, bias_from: int = 0) -> dict[str, Any]:
-        """Run all steps of the integer input ``q`` [T, B, N]; biases act from step ``bias_from`` on.
+    def simulate(
+        self,
+        q: torch.Tensor,
+        *,
+        bias_from: int = 0,
+        record: tuple[str, ...] = ("u", "v", "v_pre"),
+        delayed: bool = False,
+    ) -> dict[str, Any]:
+        """Run the integer input ``q`` [T, B, N] (int64, or integers in a float dtype); biases act from
+        step ``bias_from`` on. ``delayed``: ``q`` holds T - 1 steps, delivered one step late (step 0
+        receives nothing), which spares a shifted copy of the input.
 
-        Returns a dict of ``u``, ``v`` (after reset), ``v_pre`` (before reset, what a membrane probe of
-        the float model reads), ``spikes`` (bool), each ``[T, B, N]``, and ``active`` (int): the
-        updates whose compartment had non-zero u, v or q entering the step, or a bias acting.
+        Returns a dict of ``spikes`` (bool ``[T, B, N]``), ``active`` (int: the updates whose compartment
+        had non-zero u, v or q entering the step, or a bias acting) and, as named in ``record``, int64
+        ``[T, B, N]`` traces ``u``, ``v`` (after reset) and ``v_pre`` (before reset, what a membrane
+        probe of the float model reads).
         """
-        batch, n = q.shape[1], q.shape[2]
-        u = torch.zeros(batch, n, dtype=torch.int64, device=q.device)
+        nengo = self.quirks == "nengo"
+        q_max = float(q.abs().max()) if q.numel() else 0.0
+        if nengo and q_max >= 1 << 21:
+            q = _wrap_f64(q.to(torch.float64), 21)
+            q_max = float(q.abs().max())
+        # float32 holds every integer below 2^24 exactly: half the memory traffic for the input
+        q = q.to(torch.float32 if q_max < 2**24 else torch.float64)
+        u_bound = q_max / (1 - float(self.keep_u.max()))  # |u| never exceeds this (truncation only shrinks)
+        bias_max = float(self.bias.abs().max())
+        wrap_u = u_bound >= (1 << 23) - 1
+        wrap_u2 = nengo and u_bound + bias_max >= (1 << 23) - 1
+        keep_v_max = float(self.keep_v.max())
+        v_bound = (u_bound + bias_max) / (1 - keep_v_max) if keep_v_max < 1 else float("inf")
+        clip = not (v_bound <= float(self.vmax.min()) and -v_bound >= float(self.vmin.max()))
+        steps, batch, n = q.shape[0] + int(delayed), q.shape[1], q.shape[2]
+        shape, device = (steps, batch, n), q.device
+        u = torch.zeros(batch, n, dtype=torch.float64, device=device)
         v = torch.zeros_like(u)
         counter = torch.zeros_like(u) if self.uses_refractory else None
-        us, vs, v_pre = torch.empty_like(q), torch.empty_like(q), torch.empty_like(q)
-        spikes = torch.empty(q.shape, dtype=torch.bool, device=q.device)
-        nengo = self.quirks == "nengo"
-        for t, q_t in enumerate(q.unbind(0)):
+        traces = {name: torch.empty(shape, dtype=torch.float64, device=device) for name in record}
+        spikes = torch.empty(shape, dtype=torch.bool, device=device)
+        active = torch.zeros((), dtype=torch.int64, device=device)
+        unbiased = (self.bias == 0).to(torch.float64)
+        bias_active = int((self.bias != 0).sum()) * (batch if self.bias.numel() > 1 else batch * n)
+        inputs = q.unbind(0)
+        for t in range(steps):
             biased = self.has_bias and t >= bias_from
-            if nengo:
-                u = wrap(_times(u, self.factor_u) + wrap(q_t, 21), 23)
-                u2 = wrap(u + self.bias, 23) if biased else u
-                v = _times(v, self.factor_v) + u2
+            q_t = None if delayed and t == 0 else inputs[t - int(delayed)].to(torch.float64)
+            # an update is active when q, u or v entering it is non-zero, or a bias acts on it
+            entering = torch.addcmul(torch.mul(u, u), v, v)
+            if q_t is not None:
+                entering.addcmul_(q_t, q_t)
+            if biased:
+                active += bias_active + torch.count_nonzero(entering.mul_(unbiased))
             else:
-                u = lava_wrap_u(_times(u, self.factor_u) + q_t)
-                v = _times(v, self.factor_v) + u
+                active += torch.count_nonzero(entering)
+            u = torch.mul(u, self.keep_u).trunc_()
+            if q_t is not None:
+                u.add_(q_t)
+            if wrap_u:
+                u = _wrap_f64(u, 23) if nengo else _lava_wrap_f64(u)
+            if nengo:
+                u2 = u + self.bias if biased else u
+                if biased and wrap_u2:
+                    u2 = _wrap_f64(u2, 23)
+                v = torch.mul(v, self.keep_v).trunc_().add_(u2)
+            else:
+                v = torch.mul(v, self.keep_v).trunc_().add_(u)
                 if biased:
-                    v = v + self.bias
-            v = torch.maximum(torch.minimum(v, self.vmax), self.vmin)
+                    v.add_(self.bias)
+            if clip:
+                v = torch.clamp(v, min=self.vmin, max=self.vmax)
             if counter is not None:
-                v = v.masked_fill(counter > 0, 0)
-            v_pre[t] = v
-            s = torch.gt(v, self.vth, out=spikes[t])
-            v = v.masked_fill(s, 0)
-            if counter is not None:
-                counter = (torch.where(s, self.refractory, counter) - 1).clamp_(min=0)
-            us[t], vs[t] = u, v
-        busy = q != 0
-        busy[1:] |= (us[:-1] != 0) | (vs[:-1] != 0)
-        if self.has_bias and bias_from < len(q):
-            busy[bias_from:] |= self.bias != 0
-        return {"u": us, "v": vs, "v_pre": v_pre, "spikes": spikes, "active": int(busy.sum())}
+                v.mul_(torch.rsub(counter, 1.0).clamp_(min=0))  # held at 0 while the refractory counter runs
+            if "v_pre" in traces:
+                traces["v_pre"][t] = v
+            keep = torch.sub(self.vth, v).sign_().add_(1.0).clamp_(max=1.0)  # 1 where v <= vth (strict threshold)
+            torch.lt(keep, 0.5, out=spikes[t])
+            v.mul_(keep)  # reset to zero
+            if counter is not None:  # spiked: counter = refractory; then count down to 0
+                counter = torch.addcmul(self.refractory, counter - self.refractory, keep).sub_(1).clamp_(min=0)
+            if "u" in traces:
+                traces["u"][t] = u
+            if "v" in traces:
+                traces["v"][t] = v
+        out = {name: trace.to(torch.int64) for name, trace in traces.items()}
+        return {**out, "spikes": spikes, "active": int(active)}
+
+
+def _wrap_f64(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """``wrap`` on integers held in float64."""
+    period = float(1 << (bits + 1))
+    return x - period * torch.floor((x + period / 2) / period)
+
+
+def _lava_wrap_f64(x: torch.Tensor) -> torch.Tensor:
+    """``lava_wrap_u`` on integers held in float64."""
+    half = float(1 << 23)
+    return x - (2 * half) * (x > half).to(x.dtype) + (2 * half) * (x <= -half).to(x.dtype)
 
 
 def _times(x: torch.Tensor, factor: torch.Tensor) -> torch.Tensor:
@@ -251,6 +317,8 @@ def run_compartments(config: CompartmentConfig, q: torch.Tensor, quirks: str = "
     if torch.is_tensor(q) and q.is_floating_point():
         raise invalid("q.dtype", q.dtype, "an integer dtype (int32, int64, ...)", ShapeError)
     q = check_integer(q, "q")
+    if q.numel() and float(q.abs().max()) >= 2**52:
+        raise invalid("q", f"tensor with |q| up to {int(q.abs().max())}", "|q| < 2^52", ShapeError)
     out = Compartments(config, q.shape[2], q.device, quirks).simulate(q)
     return Trace(out["u"], out["v"], out["spikes"])
 
@@ -290,18 +358,34 @@ def check_weights(weights: Any, weight_exp: Any, quirks: str = "nengo", name: st
 
 
 def synaptic_input(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int, quirks: str) -> torch.Tensor:
-    """q [T, B, N] that input spike counts [T, B, F] deliver through checked mantissas ``weights`` [N, F].
+    """q [T, B, N] (int64) that input spike counts [T, B, F] deliver through checked mantissas ``weights`` [N, F].
 
-    No delay here (``run_network`` adds it). The sum runs in float64, exact below 2^53, so that it
-    works on CUDA too (no int64 matmul there).
+    No delay here (``run_network`` adds it).
     """
-    if quirks == "nengo":  # per weight: (w7 shifted by 1 + weight_exp, floor when negative) << 6
+    return _synaptic_input(check_integer(counts, "counts"), weights, weight_exp, quirks).to(torch.int64)
+
+
+def _synaptic_input(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int, quirks: str) -> torch.Tensor:
+    """``synaptic_input`` as integer-valued float64. The weighted sum is a float matmul (CUDA has no int64
+    matmul), float32 when every partial sum stays below 2^24 (then exact), float64 otherwise."""
+    if quirks == "nengo":  # per weight: (w7 shifted by 1 + weight_exp, floor when negative), then << 6
         w7, s2 = weights >> 1, 1 + weight_exp
-        per_spike = (w7 << s2 if s2 >= 0 else w7 >> -s2) << 6
-        return torch.matmul(counts.double(), per_spike.double().T).round().long()
-    summed = torch.matmul(counts.double(), weights.double().T).round().long()
-    summed = summed << weight_exp if weight_exp >= 0 else summed >> -weight_exp
-    return summed << 6
+        per_spike, after = (w7, s2 + 6) if s2 >= 0 else (w7 >> -s2, 6)
+    else:  # Lava shifts the summed input by weight_exp (floor when negative), then << 6
+        per_spike, after = weights, None
+    largest = float(counts.max()) * float(per_spike.abs().sum(1).max()) if counts.numel() else 0.0
+    if largest * 2.0 ** (after if after is not None else max(weight_exp, 0) + 6) >= 2**52:
+        raise invalid("x", f"spike counts up to {int(counts.max())}", "counts small enough for exact sums", ShapeError)
+    dtype = torch.float32 if largest < 2**24 else torch.float64
+    summed = torch.matmul(counts.to(dtype), per_spike.to(dtype).T)
+    if after is None:
+        summed = (
+            summed.double() * 2.0**weight_exp if weight_exp >= 0 else torch.floor(summed.double() * 2.0**weight_exp)
+        )
+        after = 6
+    # float32 stays exact while |q| < 2^24 (half the memory of float64 for the whole run's input)
+    final = torch.float32 if largest * 2.0**after < 2**24 else torch.float64
+    return summed.to(final) * 2.0**after
 
 
 @dataclass(frozen=True)
@@ -323,27 +407,30 @@ class LoihiLayer:
 
 
 class LayerRun(NamedTuple):
-    """One layer of ``run_network``, on the chip's clock (T + padding steps).
+    """One layer of ``run_network``, on the chip's clock (S steps, the padding included).
 
-    spikes (bool), v (after reset), v_pre (before reset), q: ``[S, B, N]``; synaptic_ops: input
-    spikes delivered times their fan-out; active: updates with non-zero u, v, q or a bias acting.
+    spikes (bool), v (after reset), v_pre (before reset): ``[S, B, N]`` (v and v_pre int64, or None when
+    not recorded); synaptic_ops: input spikes delivered times their fan-out; active: updates with
+    non-zero u, v, q or a bias acting.
     """
 
     spikes: torch.Tensor
-    v: torch.Tensor
-    v_pre: torch.Tensor
-    q: torch.Tensor
+    v: torch.Tensor | None
+    v_pre: torch.Tensor | None
     synaptic_ops: int
     active: int
 
 
-def run_network(layers: list[LoihiLayer], counts: torch.Tensor, quirks: str = "nengo") -> list[LayerRun]:
+def run_network(
+    layers: list[LoihiLayer], counts: torch.Tensor, quirks: str = "nengo", record: tuple[str, ...] = ("v", "v_pre")
+) -> list[LayerRun]:
     """Run a feed-forward chain of layers on input spike counts [S, B, F] (host input at step t).
 
     Every layer delivers one step late: layer l (1-based) sees at step t the spikes its source sent at
     t - 1, so its first input can arrive at step l. Its bias acts from step l on (a layer switched on
     when its first input can arrive), so the chain computes the delay-free dynamics shifted by l
     steps. Layers are simulated one after the other over all steps (exact for a feed-forward chain).
+    ``record``: which of ``"v"``, ``"v_pre"`` to return (spikes and counts always).
     """
     check_quirks(quirks)
     counts = check_integer(counts, "x", non_negative=True)
@@ -360,13 +447,12 @@ def run_network(layers: list[LoihiLayer], counts: torch.Tensor, quirks: str = "n
             )
         weights = weights.to(source.device)
         delivered = source[:-1]
-        q = torch.zeros(source.shape[0], source.shape[1], weights.shape[0], dtype=torch.int64, device=source.device)
-        q[1:] = synaptic_input(delivered, weights, layer.weight_exp, quirks)
+        q = _synaptic_input(delivered, weights, layer.weight_exp, quirks)
         fan_out = (weights != 0).sum(0)  # [F]
         ops = int((delivered * fan_out).sum())
         group = Compartments(layer.config, weights.shape[0], source.device, quirks)
-        out = group.simulate(q, bias_from=index)
-        runs.append(LayerRun(out["spikes"], out["v"], out["v_pre"], q, ops, out["active"]))
+        out = group.simulate(q, bias_from=index, record=tuple(record), delayed=True)
+        runs.append(LayerRun(out["spikes"], out.get("v"), out.get("v_pre"), ops, out["active"]))
         source = out["spikes"].to(torch.int64)
     return runs
 

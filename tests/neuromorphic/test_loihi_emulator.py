@@ -181,7 +181,7 @@ def test_network_delivers_spikes_one_step_late(quirks):
     relay = LoihiLayer(torch.tensor([[2]]), 0, CompartmentConfig(du=4095, dv=4095, vth_mant=1, **OPEN))
     counts = torch.tensor([1, 0, 0, 0]).reshape(4, 1, 1)
     first, second = run_network([relay, relay], counts, quirks)
-    assert first.q[:, 0, 0].tolist() == [0, 128, 0, 0]  # sent at 0, delivered at 1: 2 << 6
+    assert first.v_pre[:, 0, 0].tolist() == [0, 128, 0, 0]  # sent at 0, delivered at 1: 2 << 6 (then reset)
     assert first.spikes[:, 0, 0].tolist() == [False, True, False, False]
     assert second.spikes[:, 0, 0].tolist() == [False, False, True, False]
     assert first.synaptic_ops == 1 and second.synaptic_ops == 1
