@@ -376,7 +376,8 @@ def _synaptic_input(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int
     largest = float(counts.max()) * float(per_spike.abs().sum(1).max()) if counts.numel() else 0.0
     if largest * 2.0 ** (after if after is not None else max(weight_exp, 0) + 6) >= 2**52:
         raise invalid("x", f"spike counts up to {int(counts.max())}", "counts small enough for exact sums", ShapeError)
-    dtype = torch.float32 if largest < 2**24 else torch.float64
+    # float32 sums are exact below 2^24 on the CPU; CUDA may run float32 matmuls in TF32, so float64 there
+    dtype = torch.float32 if largest < 2**24 and counts.device.type == "cpu" else torch.float64
     summed = torch.matmul(counts.to(dtype), per_spike.to(dtype).T)
     if after is None:
         summed = (
