@@ -1,6 +1,14 @@
 """Backend registry and the Backend contract. See ``registry`` and ``base``."""
 
-from . import akida_backend, nengo_backend, pennylane_backend, qiskit_backends, statevector, torch_backend  # noqa: F401  (built-ins register themselves)
+from . import (  # noqa: F401  (built-ins register themselves)
+    akida_backend,
+    loihi_backend,
+    nengo_backend,
+    pennylane_backend,
+    qiskit_backends,
+    statevector,
+    torch_backend,
+)
 from .base import (
     DOMAINS,
     Availability,

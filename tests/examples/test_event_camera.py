@@ -1,0 +1,37 @@
+"""The event-camera example end to end on a small data set: chips agree with the float models."""
+
+import importlib.util
+from pathlib import Path
+
+import torch
+
+from hybridai.cli import main as cli
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "event_camera.py"
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("event_camera", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_event_camera_example_deploys_on_loihi_nengo_and_akida(tmp_path, capsys):
+    threads = torch.get_num_threads()
+    try:
+        out = _example().main(
+            ["--samples", "150", "--epochs", "6", "--out", str(tmp_path / "fig.png"), "--save", str(tmp_path)]
+        )
+    finally:
+        torch.set_num_threads(threads)
+    loihi, nengo, akida = out["loihi"], out["nengo"], out["akida"]
+    assert loihi.agreement["accuracy, float model"] > 0.6  # four directions: chance is 0.25
+    assert loihi.agreement["prediction agreement"] >= 0.9 and nengo.agreement["prediction agreement"] >= 0.9
+    assert akida.agreement["prediction agreement"] >= 0.9
+    assert loihi.energy is not None and akida.energy is None and loihi.run.latency_steps == 2
+    assert (tmp_path / "fig.png").stat().st_size > 10_000
+    printed = capsys.readouterr().out
+    assert "Davies et al." in printed and "Horowitz" in printed
+    assert cli(["deploy-report", str(tmp_path / "snn.pt"), str(tmp_path / "data.pt"), "--backend", "loihi"]) == 0
+    assert "prediction agreement" in capsys.readouterr().out
