@@ -45,7 +45,8 @@ from ..errors import ConfigError, ShapeError, invalid
 from ..spiking.encoding import MembraneDecoder, RateDecoder, SpikeCountDecoder
 from ..spiking.neurons import CUBA, LIF
 from .activity import ChipRun, CompiledNetwork, LayerActivity
-from .loihi import CompartmentConfig, LoihiLayer, check_integer, check_quirks, run_network
+from .loihi import CompartmentConfig, check_integer, check_quirks
+from .loihi_synapses import LoihiLayer, run_network
 
 MANTISSA = 254  # largest even weight mantissa legal under both quirk sets
 VTH_MAX = 2**17 - 1
