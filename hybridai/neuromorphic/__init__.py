@@ -4,10 +4,11 @@
 (``deploy``); ``activity`` holds the contract every neuromorphic backend keeps
 (``CompiledNetwork``, ``ChipRun``, ``LayerActivity``); ``energy`` prices counted events with
 constants that carry their sources; ``dense_macs`` counts a conventional model's multiply-accumulates.
-Per chip: ``akida`` (BrainChip's engine) and ``nengo`` (a ``nengo.Network``).
+Per chip: ``loihi`` (bit-exact Loihi 1 emulator, ``loihi.quantize``, ``loihi.fake_quantize`` for training
+what the chip computes), ``akida`` (BrainChip's engine) and ``nengo`` (a ``nengo.Network``).
 """
 
-from . import akida, energy
+from . import akida, energy, loihi
 from .activity import ChipRun, CompiledNetwork, LayerActivity
 from .akida import AkidaNetwork
 from .deploy import Deployment, DeploymentReport, deploy
@@ -26,5 +27,6 @@ __all__ = [
     "dense_macs",
     "deploy",
     "energy",
+    "loihi",
     "to_network",
 ]

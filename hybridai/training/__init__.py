@@ -4,6 +4,6 @@ data-parallel helpers in ``hybridai.training.distributed`` (DDP, samplers, a sha
 from . import distributed
 from .checkpoint import load, save
 from .fit import fit
-from .profile import ProfileReport, profile
+from .profiling import ProfileReport, profile
 
 __all__ = ["ProfileReport", "distributed", "fit", "load", "profile", "save"]

@@ -19,6 +19,7 @@ BUILTINS = [
     "aer",
     "aer:fake_manila",
     "akida",
+    "loihi",
     "nengo",
     pytest.param("ibm:fake_manila", marks=pytest.mark.slow),  # about 14 s: local testing mode with 4096 shots
 ]
