@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
 
     on_loihi = hybridai.deploy(snn, "loihi", calibration=train_x)
     loihi_report = on_loihi.report(test_x, test_y)
-    nengo_report = hybridai.deploy(snn, "nengo").report(test_x[:, :48], test_y[:48])
+    nengo_report = hybridai.deploy(snn, "nengo").report(test_x, test_y)
 
     cnn = conventional_cnn()
     train(cnn, frames[:split], train_y, args.epochs, 3e-3, batch_dim=0)
