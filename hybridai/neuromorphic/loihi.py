@@ -33,6 +33,7 @@ Quantizing trained models, the deployable network and fake-quantized training li
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -150,6 +151,11 @@ class Compartments:
     products), because torch's float64 kernels are several times faster than its int64 ones on CPU;
     results come back as int64. Wraps and clips whose range the input provably cannot leave (bounded
     from the largest |q| and the decays before the loop) are skipped; they could not change a value.
+    Each step is a dozen in-place operations on preallocated ``[B, N]`` buffers: u and v decay in one
+    multiply, a refractory delay of 2 (nengo-loihi's ``tau_ref = dt``) holds v by the last step's spikes
+    instead of a counter, and with a delay >= 2 everywhere v's reset is skipped unless v is recorded
+    (the hold zeroes it next step anyway). Activity is counted from gathered columns at the end while
+    every compartment with a bias is active by definition.
     """
 
     def __init__(self, config: CompartmentConfig, n: int, device: torch.device | str, quirks: str = "nengo") -> None:
@@ -197,13 +203,39 @@ class Compartments:
         ``[T, B, N]`` traces ``u``, ``v`` (after reset) and ``v_pre`` (before reset, what a membrane
         probe of the float model reads).
         """
-        nengo = self.quirks == "nengo"
-        q_max = float(q.abs().max()) if q.numel() else 0.0
-        if nengo and q_max >= 1 << 21:
+        q_max = _abs_max(q)
+        if self.quirks == "nengo" and q_max >= 1 << 21:
             q = _wrap_f64(q.to(torch.float64), 21)
-            q_max = float(q.abs().max())
+            q_max = _abs_max(q)
         # float32 holds every integer below 2^24 exactly: half the memory traffic for the input
         q = q.to(torch.float32 if q_max < 2**24 else torch.float64)
+        inputs, shift = q.unbind(0), int(delayed)
+
+        def step_input(t: int) -> torch.Tensor | None:
+            return inputs[t - shift] if t >= shift else None
+
+        steps, batch = q.shape[0] + shift, q.shape[1]
+        return self._run(step_input, q_max, steps, batch, q.device, bias_from=bias_from, record=record)
+
+    def _run(
+        self,
+        step_input: Callable[[int], torch.Tensor | None],
+        q_max: float,
+        steps: int,
+        batch: int,
+        device: torch.device,
+        *,
+        bias_from: int,
+        record: tuple[str, ...],
+        q_scale: float = 1.0,
+    ) -> dict[str, Any]:
+        """``simulate`` on inputs asked for step by step: ``step_input(t)`` is q at step t divided by
+        ``q_scale`` ([B, N] integers, read before the next call; None for no input), ``q_max`` an upper bound
+        of every |q| (a looser bound only switches on wraps and clips that change nothing)."""
+        nengo, f64 = self.quirks == "nengo", torch.float64
+        wrap_q = nengo and q_max >= 1 << 21
+        if wrap_q:
+            q_max = float(1 << 21)
         u_bound = q_max / (1 - float(self.keep_u.max()))  # |u| never exceeds this (truncation only shrinks)
         bias_max = float(self.bias.abs().max())
         wrap_u = u_bound >= (1 << 23) - 1
@@ -211,59 +243,136 @@ class Compartments:
         keep_v_max = float(self.keep_v.max())
         v_bound = (u_bound + bias_max) / (1 - keep_v_max) if keep_v_max < 1 else float("inf")
         clip = not (v_bound <= float(self.vmax.min()) and -v_bound >= float(self.vmin.max()))
-        steps, batch, n = q.shape[0] + int(delayed), q.shape[1], q.shape[2]
-        shape, device = (steps, batch, n), q.device
-        u = torch.zeros(batch, n, dtype=torch.float64, device=device)
-        v = torch.zeros_like(u)
-        counter = torch.zeros_like(u) if self.uses_refractory else None
-        traces = {name: torch.empty(shape, dtype=torch.float64, device=device) for name in record}
+        # registers shared by every compartment act as Python numbers (no broadcast tensor)
+        keep_u, keep_v, vth, bias = (_scalar(x) for x in (self.keep_u, self.keep_v, self.vth, self.bias))
+        vmin, vmax = self.vmin, self.vmax
+        if vmin.numel() == vmax.numel() == 1:
+            vmin, vmax = vmin.item(), vmax.item()
+        n, shape = self.n, (steps, batch, self.n)
+        uv = torch.zeros(2, batch, n, dtype=f64, device=device)  # u and v, decayed by one multiply
+        u, v = uv[0], uv[1]
+        keep_uv = torch.stack([self.keep_u.expand(n), self.keep_v.expand(n)]).unsqueeze(1)
+        if self.keep_u.numel() == self.keep_v.numel() == 1:
+            keep_uv = keep_uv[:, :, :1].contiguous()
+        spiked = torch.zeros_like(u)  # the last step's spikes as 0/1
+        q64 = torch.empty_like(u)
+        traces = {name: torch.empty(shape, dtype=f64, device=device) for name in record}
         spikes = torch.empty(shape, dtype=torch.bool, device=device)
-        active = torch.zeros((), dtype=torch.int64, device=device)
-        unbiased = (self.bias == 0).to(torch.float64)
+        # refractory (nengo): a delay of 2 everywhere holds v at 0 exactly one step after a spike, which
+        # the last step's spikes say; otherwise a counter. With a delay >= 2 everywhere, a compartment
+        # that spiked is held at 0 next step whatever its v, so v's reset is only needed to record it.
+        counter = free = rest = None
+        hold_after_spike = self.uses_refractory and bool((self.refractory == 2).all())
+        if self.uses_refractory and not hold_after_spike:
+            counter, free = torch.zeros_like(u), torch.empty_like(u)
+            rest = _scalar((self.refractory - 1).clamp(min=0))  # the counter after the spike's step
+        stale_v = self.uses_refractory and float(self.refractory.min()) >= 2 and "v" not in record
+        # activity: while no bias acts, counted step by step; while the biases act, only compartments
+        # without one need counting: their u, v and q are gathered step by step and counted at the end
+        counted = torch.zeros((), dtype=f64, device=device)
+        scratch = torch.empty_like(u)
+        first_biased = min(max(bias_from, 0), steps) if self.has_bias else steps
+        unbiased = (self.bias == 0).nonzero().flatten() if self.bias.numel() > 1 else None
+        gather = unbiased is not None and 0 < unbiased.numel() and first_biased < steps
+        if gather:
+            gathered_uv = torch.empty(steps - first_biased, 2, batch, unbiased.numel(), dtype=f64, device=device)
+        gathered_q = None
         bias_active = int((self.bias != 0).sum()) * (batch if self.bias.numel() > 1 else batch * n)
-        inputs = q.unbind(0)
         for t in range(steps):
-            biased = self.has_bias and t >= bias_from
-            q_t = None if delayed and t == 0 else inputs[t - int(delayed)].to(torch.float64)
+            q_t, scale = step_input(t), q_scale
+            if q_t is not None:
+                if q_t.dtype != f64:
+                    q_t = q64.copy_(q_t)  # one conversion into a reused buffer (cheaper than a mixed-dtype add)
+                if wrap_q:
+                    q_t, scale = _wrap_f64(q_t * q_scale, 21), 1.0
+            biased = t >= first_biased
             # an update is active when q, u or v entering it is non-zero, or a bias acts on it
-            entering = torch.addcmul(torch.mul(u, u), v, v)
+            if not biased:
+                counted += _count_entering(u, v, q_t, spiked if stale_v else None, scratch)
+            elif gather:
+                torch.index_select(uv, 2, unbiased, out=gathered_uv[t - first_biased])
+                if q_t is not None:
+                    if gathered_q is None:
+                        gathered_q = torch.zeros(len(gathered_uv), batch, unbiased.numel(), dtype=q_t.dtype)
+                    torch.index_select(q_t, 1, unbiased, out=gathered_q[t - first_biased])
+            uv.mul_(keep_uv).trunc_()
             if q_t is not None:
-                entering.addcmul_(q_t, q_t)
-            if biased:
-                active += bias_active + torch.count_nonzero(entering.mul_(unbiased))
-            else:
-                active += torch.count_nonzero(entering)
-            u = torch.mul(u, self.keep_u).trunc_()
-            if q_t is not None:
-                u.add_(q_t)
+                u.add_(q_t) if scale == 1 else u.add_(q_t, alpha=scale)
             if wrap_u:
-                u = _wrap_f64(u, 23) if nengo else _lava_wrap_f64(u)
-            if nengo:
-                u2 = u + self.bias if biased else u
-                if biased and wrap_u2:
-                    u2 = _wrap_f64(u2, 23)
-                v = torch.mul(v, self.keep_v).trunc_().add_(u2)
+                u.copy_(_wrap_f64(u, 23) if nengo else _lava_wrap_f64(u))
+            if biased and wrap_u2:
+                v.add_(_wrap_f64(u + bias, 23))
             else:
-                v = torch.mul(v, self.keep_v).trunc_().add_(u)
+                v.add_(u)
                 if biased:
-                    v.add_(self.bias)
+                    v.add_(bias)  # exact integer sums: the same as adding u + bias (nengo) or bias to v (Lava)
             if clip:
-                v = torch.clamp(v, min=self.vmin, max=self.vmax)
-            if counter is not None:
-                v.mul_(torch.rsub(counter, 1.0).clamp_(min=0))  # held at 0 while the refractory counter runs
+                v.clamp_(vmin, vmax)
+            if hold_after_spike:  # held at 0 the step after a spike
+                v.addcmul_(v, spiked, value=-1.0)
+            elif counter is not None:  # held at 0 while the refractory counter runs
+                v.mul_(torch.le(counter, 0.0, out=free))
             if "v_pre" in traces:
                 traces["v_pre"][t] = v
-            keep = torch.sub(self.vth, v).sign_().add_(1.0).clamp_(max=1.0)  # 1 where v <= vth (strict threshold)
-            torch.lt(keep, 0.5, out=spikes[t])
-            v.mul_(keep)  # reset to zero
-            if counter is not None:  # spiked: counter = refractory; then count down to 0
-                counter = torch.addcmul(self.refractory, counter - self.refractory, keep).sub_(1).clamp_(min=0)
+            torch.gt(v, vth, out=spiked)  # strict threshold
+            spikes[t].copy_(spiked)
+            if not stale_v:
+                v.addcmul_(v, spiked, value=-1.0)  # reset to zero
+            if counter is not None:  # count down to 0; a spike (never while counting) sets refractory - 1
+                counter.sub_(1.0).clamp_(min=0.0)
+                if isinstance(rest, float):
+                    counter.add_(spiked, alpha=rest)
+                else:
+                    counter.addcmul_(spiked, rest)
             if "u" in traces:
                 traces["u"][t] = u
             if "v" in traces:
                 traces["v"][t] = v
+        active = (steps - first_biased) * bias_active + int(counted)
+        if gather:
+            entering = gathered_uv[:, 0] != 0
+            v_entering = gathered_uv[:, 1] != 0
+            if stale_v:  # v not reset after a spike enters as 0
+                before = torch.zeros_like(v_entering)
+                start = max(first_biased, 1)
+                before[start - first_biased :] = spikes[start - 1 : steps - 1].index_select(2, unbiased)
+                v_entering &= ~before
+            entering |= v_entering
+            if gathered_q is not None:
+                entering |= gathered_q != 0
+            active += int(entering.sum())
         out = {name: trace.to(torch.int64) for name, trace in traces.items()}
-        return {**out, "spikes": spikes, "active": int(active)}
+        return {**out, "spikes": spikes, "active": active}
+
+
+def _scalar(x: torch.Tensor) -> torch.Tensor | float:
+    """A register shared by every compartment as a Python float, else the per-compartment tensor."""
+    return float(x) if x.numel() == 1 else x
+
+
+def _abs_max(q: torch.Tensor) -> float:
+    """max |q| (0 when empty), without an |q| copy of the input."""
+    if not q.numel():
+        return 0.0
+    low, high = torch.aminmax(q)
+    return max(-float(low), float(high))
+
+
+def _count_entering(
+    u: torch.Tensor,
+    v: torch.Tensor,
+    q: torch.Tensor | None,
+    spiked: torch.Tensor | None = None,
+    scratch: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """How many lanes have a non-zero u, v or q (v counted as 0 where ``spiked``: a reset not yet applied)."""
+    entering = torch.mul(u, u, out=scratch) if scratch is not None else u * u
+    if spiked is not None:
+        v = torch.addcmul(v, v, spiked, value=-1.0)
+    entering.addcmul_(v, v)
+    if q is not None:
+        entering.addcmul_(q, q)
+    return entering.clamp_(max=1.0).sum()
 
 
 def _wrap_f64(x: torch.Tensor, bits: int) -> torch.Tensor:

@@ -6,6 +6,8 @@ Weight formats per quirk set, the weight exponent, the one-step synaptic delay a
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -55,27 +57,55 @@ def synaptic_input(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int,
 
 
 def _synaptic_input(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int, quirks: str) -> torch.Tensor:
-    """``synaptic_input`` as integer-valued float64. The weighted sum is a float matmul (CUDA has no int64
-    matmul), float32 when every partial sum stays below 2^24 (then exact), float64 otherwise."""
+    """``synaptic_input`` as integer-valued float32 or float64."""
+    syn = _synapses(counts, weights, weight_exp, quirks)
+    summed = torch.matmul(counts.to(syn.matrix.dtype), syn.matrix)
+    return syn.post(summed) if syn.post is not None else summed
+
+
+class _Synapses(NamedTuple):
+    """How input spike counts [..., F] become q: ``counts @ matrix`` ([F, N]), then ``post`` when not None.
+
+    Also ``per_spike`` (integer mantissas [N, F]) with ``after``: q is ``(counts @ per_spike.T) << after``
+    when ``after`` is not None; ``largest``: a bound of every |counts @ per_spike.T|; ``q_max``: of every |q|.
+    """
+
+    matrix: torch.Tensor
+    post: Callable[[torch.Tensor], torch.Tensor] | None
+    per_spike: torch.Tensor
+    after: int | None
+    largest: float
+    q_max: float
+
+
+def _synapses(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int, quirks: str) -> _Synapses:
+    """The synapses of ``weights`` (checked mantissas [N, F]) for these counts (see ``_Synapses``).
+
+    The weighted sum is a float matmul (CUDA has no int64 matmul), float32 when every partial sum stays
+    below 2^24 before the power-of-two scaling folded into ``matrix`` (then exact: scaling by 2^k commutes
+    with rounding), float64 otherwise."""
     if quirks == "nengo":  # per weight: (w7 shifted by 1 + weight_exp, floor when negative), then << 6
         w7, s2 = weights >> 1, 1 + weight_exp
         per_spike, after = (w7, s2 + 6) if s2 >= 0 else (w7 >> -s2, 6)
     else:  # Lava shifts the summed input by weight_exp (floor when negative), then << 6
-        per_spike, after = weights, None
-    largest = float(counts.max()) * float(per_spike.abs().sum(1).max()) if counts.numel() else 0.0
-    if largest * 2.0 ** (after if after is not None else max(weight_exp, 0) + 6) >= 2**52:
+        per_spike, after = weights, (weight_exp + 6 if weight_exp >= 0 else None)
+    most = float(counts.max()) if counts.numel() else 0.0
+    largest = most * float(per_spike.abs().sum(1).max())
+    if largest * 2.0 ** (after if after is not None else 6) >= 2**52:
         raise invalid("x", f"spike counts up to {int(counts.max())}", "counts small enough for exact sums", ShapeError)
+    # the largest sum of one sign a compartment can receive bounds |q|
+    one_sign = most * float(torch.maximum(per_spike.clamp(min=0).sum(1), (-per_spike).clamp(min=0).sum(1)).max())
     # float32 sums are exact below 2^24 on the CPU; CUDA may run float32 matmuls in TF32, so float64 there
     dtype = torch.float32 if largest < 2**24 and counts.device.type == "cpu" else torch.float64
-    summed = torch.matmul(counts.to(dtype), per_spike.to(dtype).T)
-    if after is None:
-        summed = (
-            summed.double() * 2.0**weight_exp if weight_exp >= 0 else torch.floor(summed.double() * 2.0**weight_exp)
-        )
-        after = 6
-    # float32 stays exact while |q| < 2^24 (half the memory of float64 for the whole run's input)
-    final = torch.float32 if largest * 2.0**after < 2**24 else torch.float64
-    return summed.to(final) * 2.0**after
+    matrix = per_spike.to(dtype).T
+    if after is not None:
+        return _Synapses(matrix * 2.0**after, None, per_spike, after, largest, one_sign * 2.0**after)
+    scale = 2.0**weight_exp
+
+    def post(summed: torch.Tensor) -> torch.Tensor:
+        return torch.floor(summed.double() * scale) * 64.0
+
+    return _Synapses(matrix, post, per_spike, None, largest, math.ceil(one_sign * scale) * 64.0)
 
 
 @dataclass(frozen=True)
@@ -137,11 +167,68 @@ def run_network(
             )
         weights = weights.to(source.device)
         delivered = source[:-1]
-        q = _synaptic_input(delivered, weights, layer.weight_exp, quirks)
+        syn = _synapses(delivered, weights, layer.weight_exp, quirks)
         fan_out = (weights != 0).sum(0)  # [F]
-        ops = int((delivered * fan_out).sum())
+        ops = int((delivered.sum((0, 1), dtype=torch.int64) * fan_out).sum())
         group = Compartments(layer.config, weights.shape[0], source.device, quirks)
-        out = group.simulate(q, bias_from=index, record=tuple(record), delayed=True)
+        steps, batch = source.shape[0], source.shape[1]
+        step_input, scale = _delayed_input(delivered, syn)
+        out = group._run(
+            step_input, syn.q_max, steps, batch, source.device, bias_from=index, record=tuple(record), q_scale=scale
+        )
         runs.append(LayerRun(out["spikes"], out.get("v"), out.get("v_pre"), ops, out["active"]))
-        source = out["spikes"].to(torch.int64)
+        source = out["spikes"]
     return runs
+
+
+def _int8_matmul_works(batch: int, weights8: torch.Tensor) -> bool:
+    """Whether torch's private int8 matmul (``torch._int_mm``, int32 sums) is exact here for inputs
+    [batch, F] against ``weights8`` [N, F].T: checked once on pseudo-random data of these shapes (some
+    builds give wrong sums for F = 1)."""
+    if not hasattr(torch, "_int_mm") or weights8.shape[1] < 2:
+        return False
+    generator = torch.Generator().manual_seed(0)
+    spikes = torch.randint(0, 128, (batch, weights8.shape[1]), dtype=torch.int8, generator=generator)
+    try:
+        summed = torch._int_mm(spikes, weights8.T, out=torch.empty(batch, weights8.shape[0], dtype=torch.int32))
+    except RuntimeError:
+        return False
+    return torch.equal(summed.double(), spikes.double() @ weights8.double().T)  # float64: exact here
+
+
+def _delayed_input(delivered: torch.Tensor, syn: _Synapses) -> tuple[Callable[[int], torch.Tensor | None], float]:
+    """q at step t of spikes ``delivered`` [S - 1, B, F] (non-negative) one step late, one matmul per step
+    into reused buffers (no [S, B, N] input held in memory); and the scale q's values stand for.
+
+    On the CPU, when counts and mantissas fit in int8 and every sum in int32, the matmul is int8 x int8 ->
+    int32 (exact, and several times faster than float32), its scale ``2^after``."""
+    batch, device, n = delivered.shape[1], delivered.device, syn.matrix.shape[1]
+    if (
+        device.type == "cpu"
+        and syn.after is not None
+        and syn.largest < 2**31
+        and delivered.numel()
+        and int(delivered.max()) <= 127
+        and int(syn.per_spike.min()) >= -128
+        and int(syn.per_spike.max()) <= 127
+        and _int8_matmul_works(batch, syn.per_spike.to(torch.int8))
+    ):
+        spikes8 = delivered.view(torch.int8) if delivered.dtype == torch.bool else delivered.to(torch.int8)
+        matrix8 = syn.per_spike.to(torch.int8).T
+        summed8 = torch.empty(batch, n, dtype=torch.int32, device=device)
+
+        def int_input(t: int) -> torch.Tensor | None:
+            return torch._int_mm(spikes8[t - 1], matrix8, out=summed8) if t else None
+
+        return int_input, 2.0**syn.after
+    matrix, post = syn.matrix, syn.post
+    spikes = torch.empty(batch, delivered.shape[2], dtype=matrix.dtype, device=device)
+    summed = torch.empty(batch, n, dtype=matrix.dtype, device=device)
+
+    def float_input(t: int) -> torch.Tensor | None:
+        if t == 0:
+            return None
+        torch.mm(spikes.copy_(delivered[t - 1]), matrix, out=summed)
+        return post(summed) if post is not None else summed
+
+    return float_input, 1.0
