@@ -10,7 +10,8 @@ binary input spikes (p = 0.2), T = 200 steps, batch 64.
   elementwise int64 arithmetic over the 1,000 compartments (what one writes without batching)
 
 Both must produce identical spikes (checked, and printed). Reported: sample-steps per second
-(T x batch / seconds, median of ``--repeats``), the ratio (target >= 20x) and the torch thread count.
+(T x batch / seconds, median of ``--repeats`` after one warm-up call each), the ratio (target >= 20x)
+and the torch thread count.
 
     python benchmarks/loihi.py [--steps 200] [--batch 64] [--repeats 3] [--threads 1] [--device cpu]
 """
@@ -84,6 +85,8 @@ def numpy_per_sample(counts: np.ndarray, r: dict[str, np.ndarray], weight_exp: i
 
 
 def timed(fn, repeats: int) -> tuple[float, object]:
+    """Median wall time of ``repeats`` calls after one untimed warm-up call (allocator, caches)."""
+    fn()
     times, result = [], None
     for _ in range(repeats):
         start = time.perf_counter()
@@ -96,7 +99,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="torch device of the emulator (the numpy loop is on the CPU)")
     args = parser.parse_args()
