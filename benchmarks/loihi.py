@@ -13,7 +13,7 @@ Both must produce identical spikes (checked, and printed). Reported: sample-step
 (T x batch / seconds, median of ``--repeats`` after one warm-up call each), the ratio (target >= 20x)
 and the torch thread count.
 
-    python benchmarks/loihi.py [--steps 200] [--batch 64] [--repeats 3] [--threads 1] [--device cpu]
+    python benchmarks/loihi.py [--steps 200] [--batch 64] [--repeats 5] [--threads 1] [--device cpu]
 """
 
 from __future__ import annotations
