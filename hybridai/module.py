@@ -41,6 +41,11 @@ class HybridModule(nn.Module):
         """The registry name of this layer's backend, e.g. ``"pennylane:default.qubit"``."""
         return self._backend_name
 
+    @property
+    def backend_options(self) -> dict[str, Any]:
+        """The options this layer's backend was configured with (a copy), e.g. ``{"seed": 3}``."""
+        return dict(self._backend_options)
+
     def set_backend(self, backend: str | Backend, **options: Any) -> HybridModule:
         """Re-target this layer; raises a HybridAIError for unknown or wrong-domain backends."""
         resolved = _not_neuromorphic(backends.get(backend, domain=self.domain, **options))

@@ -304,7 +304,8 @@ class QuantumKernel(HybridModule):
             )
         return x
 
-    def _inputs(self, X: Any, Y: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def check_inputs(self, X: Any, Y: Any = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``X`` ``[N, F]`` and ``Y`` ``[M, F]`` (or None) validated and promoted to one dtype and device."""
         X = self._check(X, "X")
         if Y is None:
             return X, None
@@ -326,7 +327,7 @@ class QuantumKernel(HybridModule):
         dimensionless values in [0, 1].
         Differentiable in ``X``, ``Y`` and the feature map's parameters.
         """
-        X, Y = self._inputs(X, Y)
+        X, Y = self.check_inputs(X, Y)
         try:
             if self.kind == "projected":
                 return self._projected(X, Y)

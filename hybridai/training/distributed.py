@@ -131,8 +131,8 @@ def seed_everything(seed: int, model: nn.Module | None = None) -> int:
         for module in model.modules():
             if callable(getattr(module, "reseed", None)):
                 module.reseed(ours)
-            elif isinstance(module, HybridModule) and "seed" in module._backend_options:
-                module.set_backend(module.backend, **{**module._backend_options, "seed": ours})
+            elif isinstance(module, HybridModule) and "seed" in module.backend_options:
+                module.set_backend(module.backend, **{**module.backend_options, "seed": ours})
     return ours
 
 
@@ -249,7 +249,7 @@ def sharded_gram(kernel: Any, X: Any, Y: Any = None) -> torch.Tensor:
             "'statevector' for a sharded fidelity kernel (an exact backend, shots=None) or kind='projected'; "
             "compute-uncompute kernels are computed with kernel(X, Y)",
         )
-    X, Y = kernel._inputs(X, Y)  # the same checks and dtype promotion as kernel(X, Y)
+    X, Y = kernel.check_inputs(X, Y)  # the same checks and dtype promotion as kernel(X, Y)
     n = X.shape[0]
     both = X if Y is None else torch.cat([X, Y])
     with torch.no_grad():
