@@ -176,12 +176,17 @@ class DeploymentReport:
                 "'neuron_update_inactive': J})"
             )
         model = self.energy.model
-        rows = [[event, f"{c.joules * 1e12:g} pJ", c.source] for event, c in model.constants()]
+        constants = model.constants()
+        sources = {c.source for _, c in constants}
+        shared = len(sources) == 1
+        rows = [[e, f"{c.joules * 1e12:g} pJ", c.figure, *([] if shared else [c.source])] for e, c in constants]
+        headers = ["event", "energy", "figure", *([] if shared else ["source"])]
         note = f" ({model.note})" if model.note else ""
         return "\n".join(
             [
                 f"energy estimate ({model.chip}{note}): {self.energy.per_sample * 1e9:.3f} nJ per sample, "
                 f"{self.energy.total * 1e6:.4g} uJ in all",
-                format_table(["event", "energy", "source"], rows),
+                format_table(headers, rows),
+                *([f"source: {sources.pop()}"] if shared else []),
             ]
         )

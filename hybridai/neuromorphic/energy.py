@@ -30,10 +30,11 @@ EVENTS = ("synaptic_op", "neuron_update_active", "neuron_update_inactive", "spik
 
 @dataclass(frozen=True)
 class Constant:
-    """Energy of one event in joules, and where the figure comes from."""
+    """Energy of one event in joules, where the figure comes from, and which figure of it."""
 
     joules: float
     source: str
+    figure: str = ""
 
 
 @dataclass(frozen=True)
@@ -53,13 +54,13 @@ class EnergyModel:
 
 LOIHI_1 = EnergyModel(
     chip="Loihi 1",
-    synaptic_op=Constant(23.6e-12, DAVIES_2018 + ": synaptic spike operation, minimum"),
-    neuron_update_active=Constant(81e-12, DAVIES_2018 + ": neuron update, active"),
-    neuron_update_inactive=Constant(52e-12, DAVIES_2018 + ": neuron update, inactive"),
-    spike=Constant(1.7e-12, DAVIES_2018 + ": spike within a tile (all layers on one tile: a lower bound)"),
+    synaptic_op=Constant(23.6e-12, DAVIES_2018, "synaptic spike operation, minimum"),
+    neuron_update_active=Constant(81e-12, DAVIES_2018, "neuron update, active"),
+    neuron_update_inactive=Constant(52e-12, DAVIES_2018, "neuron update, inactive"),
+    spike=Constant(1.7e-12, DAVIES_2018, "spike within a tile (all layers on one tile: a lower bound)"),
     note="pre-silicon figures; spikes routed between tiles cost 3-4 pJ per hop more",
 )
-FP32_MAC = Constant(4.6e-12, HOROWITZ_2014)
+FP32_MAC = Constant(4.6e-12, HOROWITZ_2014, "fp32 multiply-accumulate")
 PUBLISHED: dict[str, EnergyModel] = {"loihi": LOIHI_1}
 
 
