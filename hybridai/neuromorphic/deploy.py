@@ -93,7 +93,6 @@ class Deployment:
             run=chip_run,
             agreement=_agreement(reference, got, labels),
             energy=estimate(chip_run, self.energy) if self.energy is not None else None,
-            layout=self.compiled.describe(),
         )
 
 
@@ -103,6 +102,8 @@ def _agreement(reference: torch.Tensor, got: torch.Tensor, labels: torch.Tensor 
         "output max |difference|": float((out - ref).abs().max()),
         "output relative error": float((out - ref).norm() / ref.norm().clamp_min(1e-30)),
     }
+    if labels is not None and ref.ndim != 2:
+        raise invalid("labels", "a tensor", f"None for a model whose output is {tuple(ref.shape)}, not [B, classes]")
     if ref.ndim == 2:  # [B, classes]: predictions
         predicted, expected = out.argmax(1), ref.argmax(1)
         result["prediction agreement"] = float((predicted == expected).double().mean())
@@ -125,7 +126,6 @@ class DeploymentReport:
     run: ChipRun
     agreement: dict[str, float]
     energy: EnergyEstimate | None
-    layout: list[dict[str, Any]]
 
     @property
     def spikes(self) -> int:

@@ -67,10 +67,12 @@ def conformance_checks(
     checks.append(Check("capabilities", subject, common.capabilities))
     checks.append(Check("option errors", subject, common.option_errors))
     for domain in cls.domains:
-        if issubclass(cls, NeuromorphicBackend):
+        if issubclass(cls, NeuromorphicBackend):  # chips compile whole networks: no per-layer placement
             table = deployment.CHECKS
+        elif domain == "quantum":
+            table = quantum.CHECKS
         else:
-            table = quantum.CHECKS if domain == "quantum" else placement.checks(domain)
+            table = placement.checks(domain)
         checks += [Check(f"{domain}: {name}", subject, fn, (fn.__doc__ or "").strip()) for name, fn in table]
     return checks
 

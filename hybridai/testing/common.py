@@ -36,8 +36,11 @@ def registration(s: Subject) -> str:
         raise ConformanceError(f"{cls!r} is not a subclass of hybridai.backends.Backend")
     if not cls.domains or any(d not in DOMAINS for d in cls.domains):
         raise ConformanceError(f"{cls.__name__}.domains={cls.domains!r}; accepted: a non-empty subset of {DOMAINS}")
-    needs = {"quantum": (QuantumBackend,), "classical": (ClassicalBackend,)}
-    needs["spiking"] = (ClassicalBackend, NeuromorphicBackend)
+    needs = {
+        "quantum": (QuantumBackend,),
+        "classical": (ClassicalBackend,),
+        "spiking": (ClassicalBackend, NeuromorphicBackend),
+    }
     for domain in cls.domains:
         if not issubclass(cls, needs[domain]):
             kinds = " or ".join(k.__name__ for k in needs[domain])

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ..errors import HybridAIError
-from .suite import ConformanceError, Subject, expect_error
+from .suite import ConformanceError, Subject, expect_error, seeded
 
 
 class Probe(NamedTuple):
@@ -26,8 +26,9 @@ class Probe(NamedTuple):
 def _spiking() -> nn.Module:
     from ..spiking import LIF
 
-    torch.manual_seed(3)
-    return nn.Sequential(nn.Linear(6, 5), LIF(0.8, reset="zero"), nn.Linear(5, 3), LIF(0.8, reset="zero"))
+    return seeded(
+        3, lambda: nn.Sequential(nn.Linear(6, 5), LIF(0.8, reset="zero"), nn.Linear(5, 3), LIF(0.8, reset="zero"))
+    )
 
 
 def _spikes() -> torch.Tensor:
@@ -35,8 +36,7 @@ def _spikes() -> torch.Tensor:
 
 
 def _relu() -> nn.Module:
-    torch.manual_seed(3)
-    return nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3))
+    return seeded(3, lambda: nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3)))
 
 
 def _values() -> torch.Tensor:

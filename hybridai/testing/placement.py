@@ -17,7 +17,7 @@ from torch import nn
 
 from ..module import HybridModule, place, summary
 from .common import need, saved_and_loaded, seed_pair, state_dict_round_trip
-from .suite import ConformanceError, Subject, close, expect_error, in_threads
+from .suite import ConformanceError, Subject, close, expect_error, in_threads, seeded
 
 ATOL = 1e-10  # float64 outputs and gradients of backends that claim exact=True
 
@@ -30,20 +30,14 @@ class Probe:
     finite_differences: bool  # False for spikes: a step function has no useful finite differences
 
 
-def _seeded(seed: int, make: Callable[[], nn.Module]) -> nn.Module:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return make().double()
-
-
 def _mlp(seed: int = 0) -> nn.Module:
-    return _seeded(seed, lambda: nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4)))
+    return seeded(seed, lambda: nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))).double()
 
 
 def _spiking(seed: int = 0) -> nn.Module:
     from ..spiking import LIF
 
-    return _seeded(seed, lambda: nn.Sequential(nn.Linear(4, 5), LIF(beta=0.8, threshold=0.5, output="both")))
+    return seeded(seed, lambda: nn.Sequential(nn.Linear(4, 5), LIF(beta=0.8, threshold=0.5, output="both"))).double()
 
 
 def _x(shape: tuple[int, ...], scale: float) -> torch.Tensor:

@@ -163,6 +163,15 @@ class Report:
         return self.table()
 
 
+def seeded(seed: int, make: Callable[[], Any]) -> Any:
+    """``make()`` with torch's global generator seeded, leaving the caller's random state untouched."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return make()
+
+
 def close(got: Any, expected: Any, atol: float, what: str, rtol: float = 0.0) -> float:
     """Max absolute difference of two tensors, or ConformanceError naming the worst entry."""
     import torch

@@ -60,6 +60,8 @@ def test_deploy_refuses_non_neuromorphic_backends_and_non_models():
         deploy("model.pt", "nengo")
     with pytest.raises(ConfigError, match="labels.shape"):
         deploy(_snn(), "nengo").report(_spikes(), torch.zeros(3))
+    with pytest.raises(ConfigError, match="labels"):  # spikes out, no classes to score
+        deploy(_snn()[:4], "nengo").report(_spikes(), torch.zeros(6))
 
 
 def test_a_neuromorphic_backend_cannot_be_placed_layer_by_layer():
