@@ -20,8 +20,6 @@ from ..errors import invalid
 from .base import Availability, Capabilities, NeuromorphicBackend
 from .registry import register
 
-_OPTIONS = ("input_bits", "activation_bits", "output_bits", "weight_bits")
-
 
 @register("akida")
 class AkidaBackend(NeuromorphicBackend):
@@ -38,13 +36,9 @@ class AkidaBackend(NeuromorphicBackend):
     ) -> None:
         if target is not None:
             raise invalid("backend", f"akida:{target}", "'akida' (no target: Akida's software engine on this CPU)")
-        from ..neuromorphic.akida_quantize import BITS
+        from ..neuromorphic.akida_quantize import check_formats
 
-        for name, value in zip(_OPTIONS, (input_bits, activation_bits, output_bits), strict=False):
-            if isinstance(value, bool) or value not in BITS:
-                raise invalid(name, value, f"one of {BITS}")
-        if isinstance(weight_bits, bool) or weight_bits != 8:
-            raise invalid("weight_bits", weight_bits, "8 (Akida v2 layers store int8 weights)")
+        check_formats(input_bits, activation_bits, output_bits, weight_bits)
         super().__init__(
             None,
             input_bits=input_bits,

@@ -91,10 +91,16 @@ class QuantizedNetwork:
         return self.layers[-1].out_scale
 
 
-def _bits(argument: str, value: Any) -> int:
-    if isinstance(value, bool) or value not in BITS:
-        raise invalid(argument, value, f"one of {BITS}")
-    return int(value)
+def check_formats(input_bits: Any, activation_bits: Any, output_bits: Any, weight_bits: Any) -> tuple[int, int, int]:
+    """``(input_bits, activation_bits, output_bits)`` as ints, or a ConfigError naming the first value Akida
+    cannot take (bits in ``BITS``; weights 8 only)."""
+    named = {"input_bits": input_bits, "activation_bits": activation_bits, "output_bits": output_bits}
+    for argument, value in named.items():
+        if isinstance(value, bool) or value not in BITS:
+            raise invalid(argument, value, f"one of {BITS}")
+    if isinstance(weight_bits, bool) or weight_bits != 8:
+        raise invalid("weight_bits", weight_bits, "8 (Akida v2 layers store int8 weights)")
+    return int(input_bits), int(activation_bits), int(output_bits)
 
 
 def _label(index: int, module: nn.Module) -> str:
@@ -289,11 +295,7 @@ def quantize(
     activation_bits: bits of the unsigned activations between layers. output_bits: bits of the last layer's
     outputs (signed 8-bit when the last layer has no ReLU). weight_bits: 8 (Akida v2's weights).
     """
-    input_bits = _bits("input_bits", input_bits)
-    activation_bits = _bits("activation_bits", activation_bits)
-    output_bits = _bits("output_bits", output_bits)
-    if weight_bits != 8 or isinstance(weight_bits, bool):
-        raise invalid("weight_bits", weight_bits, "8 (Akida v2 layers store int8 weights)")
+    input_bits, activation_bits, output_bits = check_formats(input_bits, activation_bits, output_bits, weight_bits)
     found = _parse(model)
     if not torch.is_tensor(calibration) or not calibration.is_floating_point():
         raise invalid("calibration", type(calibration).__name__, "a float tensor batch [N, F] or [N, C, H, W]")
