@@ -248,6 +248,11 @@ def _float_activations(model: nn.Sequential, x: torch.Tensor, found: list[_Block
     return outs
 
 
+def _code_max(bits: int) -> int:
+    """The largest code of a ``bits``-bit format: 127 for signed 8 bits, ``2^bits - 1`` for unsigned ones."""
+    return 127 if bits == 8 else 2**bits - 1
+
+
 def _round_half_up(x: torch.Tensor) -> torch.Tensor:
     return torch.floor(x + 0.5)
 
@@ -324,8 +329,7 @@ def quantize(
             f"8 (signed codes) for this calibration, whose minimum is {x_min:.4g}; "
             "1, 2 or 4 bits take non-negative inputs",
         )
-    in_code_max = 127 if input_bits == 8 else 2**input_bits - 1
-    in_scale = (x_max / in_code_max) or 1.0
+    in_scale = (x_max / _code_max(input_bits)) or 1.0
     input_shape = tuple(calibration.shape[1:])
 
     layers: list[QuantizedLayer] = []
@@ -334,7 +338,7 @@ def quantize(
         name, module, relu = block.name, block.module, block.relu
         last = i == len(found) - 1
         out_bits = output_bits if last else activation_bits
-        code_max = 127 if (out_bits == 8) else 2**out_bits - 1
+        code_max = _code_max(out_bits)
         if out_bits < 8 and not relu:
             raise invalid(
                 "output_bits", out_bits, f"8 when the last layer ({name}) has no ReLU (its outputs are signed)"
@@ -349,8 +353,7 @@ def quantize(
         bq = torch.round(b / acc_scale)
         top = float(act.max()) if relu else float(act.abs().max())
         out_scale = (top / code_max) or 1.0
-        in_code_max = 127 if bits == 8 else 2**bits - 1
-        fan_bound = wq.reshape(wq.shape[0], -1).abs().sum(dim=1) * in_code_max
+        fan_bound = wq.reshape(wq.shape[0], -1).abs().sum(dim=1) * _code_max(bits)
         bias_m, bias_s, scales, shifts, max_vals, max_shifts = [], [], [], [], [], []
         for c in range(wq.shape[0]):
             s = 0
