@@ -23,11 +23,10 @@ class NengoBackend(NeuromorphicBackend):
     def __init__(self, target: str | None = None, *, cuba_refractory_steps: float = 1.5) -> None:
         if target is not None:
             raise invalid("backend", f"nengo:{target}", "'nengo' (no target: it runs nengo's reference simulator)")
-        steps = cuba_refractory_steps
-        if isinstance(steps, bool) or not isinstance(steps, int | float) or not 0 <= steps < float("inf"):
-            raise invalid("cuba_refractory_steps", steps, "a number of time steps >= 0, e.g. 1.5")
+        from ..neuromorphic.nengo import check_refractory_steps
+
+        self.cuba_refractory_steps = check_refractory_steps(cuba_refractory_steps)
         super().__init__(None, cuba_refractory_steps=cuba_refractory_steps)
-        self.cuba_refractory_steps = float(cuba_refractory_steps)
 
     @property
     def capabilities(self) -> Capabilities:

@@ -138,6 +138,13 @@ def _layers(model: Any) -> list[tuple[str, nn.Module]]:
     return layers
 
 
+def check_refractory_steps(steps: Any) -> float:
+    """``cuba_refractory_steps`` as a float, or a ConfigError unless it is a finite number >= 0."""
+    if isinstance(steps, bool) or not isinstance(steps, int | float) or not 0 <= steps < math.inf:
+        raise invalid("cuba_refractory_steps", steps, "a number of time steps >= 0, e.g. 1.5")
+    return float(steps)
+
+
 def plan(
     model: nn.Module, *, n_inputs: int | None = None, cuba_refractory_steps: float = 1.5
 ) -> tuple[list[LayerPlan], nn.Module | None]:
@@ -147,10 +154,7 @@ def plan(
     Unsupported layers, ``reset="subtract"``, per-neuron decays, ``beta = 1`` or thresholds ``<= 0``
     raise a ``ConfigError`` naming the layer.
     """
-    if isinstance(cuba_refractory_steps, bool) or not isinstance(cuba_refractory_steps, int | float):
-        raise invalid("cuba_refractory_steps", cuba_refractory_steps, "a number of time steps >= 0, e.g. 1.5")
-    if not math.isfinite(cuba_refractory_steps) or cuba_refractory_steps < 0:
-        raise invalid("cuba_refractory_steps", cuba_refractory_steps, "a number of time steps >= 0, e.g. 1.5")
+    cuba_refractory_steps = check_refractory_steps(cuba_refractory_steps)
     layers = _layers(model)
     plans: list[LayerPlan] = []
     decoder: nn.Module | None = None
