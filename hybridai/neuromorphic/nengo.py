@@ -384,18 +384,14 @@ class NengoNetwork(CompiledNetwork):
         for probes, delay in zip(net.layer_probes, net.layer_delays, strict=True):
             full = {key: np.asarray(sim.data[probe]) for key, probe in probes.items()}
             window = {key: value[delay : delay + steps] for key, value in full.items()}
-            window["previous_voltage"] = (
-                full["voltage"][delay - 1 : delay + steps - 1]
-                if delay
-                else np.concatenate([np.zeros_like(full["voltage"][:1]), full["voltage"][: steps - 1]])
-            )
-            if "refractory_time" in full:
-                refractory = full["refractory_time"]
-                window["previous_refractory_time"] = (
-                    refractory[delay - 1 : delay + steps - 1]
-                    if delay
-                    else np.concatenate([np.zeros_like(refractory[:1]), refractory[: steps - 1]])
-                )
+            for key in ("voltage", "refractory_time"):
+                if key in full:  # the step before each of the window's (zeros before the first simulated step)
+                    trace = full[key]
+                    window[f"previous_{key}"] = (
+                        trace[delay - 1 : delay + steps - 1]
+                        if delay
+                        else np.concatenate([np.zeros_like(trace[:1]), trace[: steps - 1]])
+                    )
             traces.append(window)
         return traces
 
