@@ -105,11 +105,6 @@ class CompartmentConfig:
         """Every register as an int64 tensor on ``device``."""
         return {f.name: getattr(self, f.name).to(device) for f in fields(self)}
 
-    def size(self) -> int | None:
-        """The number of compartments fixed by a per-compartment register, or None when all are scalars."""
-        sizes = {getattr(self, f.name).numel() for f in fields(self)} - {1}
-        return max(sizes) if sizes else None
-
 
 class Trace(NamedTuple):
     """What ``run_compartments`` returns: integer u, v (after reset) and boolean spikes, each ``[T, B, N]``."""
@@ -128,19 +123,13 @@ def check_quirks(quirks: Any) -> str:
 
 def decay(x: torch.Tensor, d: torch.Tensor | int, offset: int) -> torch.Tensor:
     """``sign(x) * ((|x| * (4096 - offset - d)) >> 12)``: multiplies by the decay, rounding toward zero."""
-    return _times(x, 4096 - offset - d)
+    return torch.div(x * (4096 - offset - d), 4096, rounding_mode="trunc")
 
 
 def wrap(x: torch.Tensor, bits: int) -> torch.Tensor:
     """Two's-complement wrap of ``x`` to a signed (bits + 1)-bit integer."""
     half = 1 << bits
     return ((x + half) & (2 * half - 1)) - half
-
-
-def lava_wrap_u(x: torch.Tensor) -> torch.Tensor:
-    """Lava's u overflow rule: one conditional subtraction or addition of 2^24 (+2^23 survives)."""
-    half = 1 << 23
-    return x - (2 * half) * (x > half) + (2 * half) * (x <= -half)
 
 
 class Compartments:
@@ -192,11 +181,9 @@ class Compartments:
         *,
         bias_from: int = 0,
         record: tuple[str, ...] = ("u", "v", "v_pre"),
-        delayed: bool = False,
     ) -> dict[str, Any]:
         """Run the integer input ``q`` [T, B, N] (int64, or integers in a float dtype); biases act from
-        step ``bias_from`` on. ``delayed``: ``q`` holds T - 1 steps, delivered one step late (step 0
-        receives nothing), which spares a shifted copy of the input.
+        step ``bias_from`` on.
 
         Returns a dict of ``spikes`` (bool ``[T, B, N]``), ``active`` (int: the updates whose compartment
         had non-zero u, v or q entering the step, or a bias acting) and, as named in ``record``, int64
@@ -209,13 +196,7 @@ class Compartments:
             q_max = _abs_max(q)
         # float32 holds every integer below 2^24 exactly: half the memory traffic for the input
         q = q.to(torch.float32 if q_max < 2**24 else torch.float64)
-        inputs, shift = q.unbind(0), int(delayed)
-
-        def step_input(t: int) -> torch.Tensor | None:
-            return inputs[t - shift] if t >= shift else None
-
-        steps, batch = q.shape[0] + shift, q.shape[1]
-        return self._run(step_input, q_max, steps, batch, q.device, bias_from=bias_from, record=record)
+        return self._run(q.unbind(0).__getitem__, q_max, q.shape[0], q.shape[1], bias_from=bias_from, record=record)
 
     def _run(
         self,
@@ -223,7 +204,6 @@ class Compartments:
         q_max: float,
         steps: int,
         batch: int,
-        device: torch.device,
         *,
         bias_from: int,
         record: tuple[str, ...],
@@ -232,7 +212,7 @@ class Compartments:
         """``simulate`` on inputs asked for step by step: ``step_input(t)`` is q at step t divided by
         ``q_scale`` ([B, N] integers, read before the next call; None for no input), ``q_max`` an upper bound
         of every |q| (a looser bound only switches on wraps and clips that change nothing)."""
-        nengo, f64 = self.quirks == "nengo", torch.float64
+        nengo, f64, device = self.quirks == "nengo", torch.float64, self.device
         wrap_q = nengo and q_max >= 1 << 21
         if wrap_q:
             q_max = float(1 << 21)
@@ -359,14 +339,11 @@ def _abs_max(q: torch.Tensor) -> float:
 
 
 def _count_entering(
-    u: torch.Tensor,
-    v: torch.Tensor,
-    q: torch.Tensor | None,
-    spiked: torch.Tensor | None = None,
-    scratch: torch.Tensor | None = None,
+    u: torch.Tensor, v: torch.Tensor, q: torch.Tensor | None, spiked: torch.Tensor | None, scratch: torch.Tensor
 ) -> torch.Tensor:
-    """How many lanes have a non-zero u, v or q (v counted as 0 where ``spiked``: a reset not yet applied)."""
-    entering = torch.mul(u, u, out=scratch) if scratch is not None else u * u
+    """How many lanes have a non-zero u, v or q (v counted as 0 where ``spiked``: a reset not yet applied),
+    computed in ``scratch``."""
+    entering = torch.mul(u, u, out=scratch)
     if spiked is not None:
         v = torch.addcmul(v, v, spiked, value=-1.0)
     entering.addcmul_(v, v)
@@ -382,14 +359,10 @@ def _wrap_f64(x: torch.Tensor, bits: int) -> torch.Tensor:
 
 
 def _lava_wrap_f64(x: torch.Tensor) -> torch.Tensor:
-    """``lava_wrap_u`` on integers held in float64."""
+    """Lava's u overflow rule on integers held in float64: one conditional subtraction or addition of 2^24
+    (+2^23 survives)."""
     half = float(1 << 23)
     return x - (2 * half) * (x > half).to(x.dtype) + (2 * half) * (x <= -half).to(x.dtype)
-
-
-def _times(x: torch.Tensor, factor: torch.Tensor) -> torch.Tensor:
-    """``x * factor / 4096`` rounded toward zero: ``sign(x) * ((|x| * factor) >> 12)``."""
-    return torch.div(x * factor, 4096, rounding_mode="trunc")
 
 
 def check_integer(x: Any, argument: str, *, rank: int | None = 3, non_negative: bool = False) -> torch.Tensor:

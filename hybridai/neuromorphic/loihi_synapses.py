@@ -173,9 +173,7 @@ def run_network(
         group = Compartments(layer.config, weights.shape[0], source.device, quirks)
         steps, batch = source.shape[0], source.shape[1]
         step_input, scale = _delayed_input(delivered, syn)
-        out = group._run(
-            step_input, syn.q_max, steps, batch, source.device, bias_from=index, record=tuple(record), q_scale=scale
-        )
+        out = group._run(step_input, syn.q_max, steps, batch, bias_from=index, record=tuple(record), q_scale=scale)
         runs.append(LayerRun(out["spikes"], out.get("v"), out.get("v_pre"), ops, out["active"]))
         source = out["spikes"]
     return runs
