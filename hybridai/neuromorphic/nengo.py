@@ -54,6 +54,7 @@ from torch import nn
 from ..errors import ConfigError, ShapeError, invalid
 from ..spiking.encoding import MembraneDecoder, RateDecoder, SpikeCountDecoder
 from ..spiking.neurons import CUBA, LIF, check_time_major
+from ..spiking.nir import _layers_of
 from .activity import ChipRun, CompiledNetwork, LayerActivity
 
 SUPPORTED = (
@@ -132,7 +133,7 @@ def _tau(decay: float, dt: float) -> float:
 def _layers(model: Any) -> list[tuple[str, nn.Module]]:
     if not isinstance(model, nn.Module):
         raise invalid("model", type(model).__name__, SUPPORTED)
-    layers = list(model.named_children()) if isinstance(model, nn.Sequential) else [("0", model)]
+    layers = _layers_of(model)
     if not layers:
         raise invalid("model", "an empty nn.Sequential", SUPPORTED)
     return layers
