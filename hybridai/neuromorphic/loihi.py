@@ -273,7 +273,9 @@ class Compartments:
                 torch.index_select(uv, 2, unbiased, out=gathered_uv[t - first_biased])
                 if q_t is not None:
                     if gathered_q is None:
-                        gathered_q = torch.zeros(len(gathered_uv), batch, unbiased.numel(), dtype=q_t.dtype)
+                        gathered_q = torch.zeros(
+                            len(gathered_uv), batch, unbiased.numel(), dtype=q_t.dtype, device=device
+                        )
                     torch.index_select(q_t, 1, unbiased, out=gathered_q[t - first_biased])
             uv.mul_(keep_uv).trunc_()
             if q_t is not None:
@@ -399,9 +401,9 @@ def run_compartments(config: CompartmentConfig, q: torch.Tensor, quirks: str = "
     if torch.is_tensor(q) and q.is_floating_point():
         raise invalid("q.dtype", q.dtype, "an integer dtype (int32, int64, ...)", ShapeError)
     q = check_integer(q, "q")
-    if q.numel() and float(q.abs().max()) >= 2**52:
+    if _abs_max(q) >= 2**52:
         raise invalid("q", f"tensor with |q| up to {int(q.abs().max())}", "|q| < 2^52", ShapeError)
-    out = Compartments(config, q.shape[2], q.device, quirks).simulate(q)
+    out = Compartments(config, q.shape[2], q.device, quirks).simulate(q, record=("u", "v"))
     return Trace(out["u"], out["v"], out["spikes"])
 
 

@@ -213,3 +213,15 @@ def test_cuda_matches_cpu():
     cpu = run_compartments(config, q)
     gpu = run_compartments(config, q.cuda())
     assert gpu.spikes.is_cuda and torch.equal(gpu.spikes.cpu(), cpu.spikes) and torch.equal(gpu.v.cpu(), cpu.v)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_network_counts_activity_like_cpu():
+    # per-compartment biases, some zero: activity of the unbiased compartments is gathered step by step
+    g = torch.Generator().manual_seed(2)
+    config = CompartmentConfig(du=100, dv=300, vth_mant=50, bias_mant=torch.tensor([0, 7, 0, -5]), bias_exp=3, **OPEN)
+    layer = LoihiLayer(2 * torch.randint(-60, 60, (4, 6), generator=g), 0, config)
+    counts = torch.randint(0, 2, (30, 3, 6), generator=g)
+    (cpu,) = run_network([layer], counts)
+    (gpu,) = run_network([layer], counts.cuda())
+    assert torch.equal(gpu.spikes.cpu(), cpu.spikes) and gpu.active == cpu.active
