@@ -15,7 +15,7 @@ from contextlib import nullcontext
 
 import torch
 
-from ..errors import MissingExtraError, invalid
+from ..errors import MissingExtraError, invalid, positive_int
 from . import distributed
 
 AMP_DTYPES = {"cpu": (torch.bfloat16,), "cuda": (torch.float16, torch.bfloat16)}
@@ -67,8 +67,7 @@ def _check_arguments(model, train_data, val_data, loss, optimizer, epochs, patie
         raise invalid("loss", loss, "a callable loss(output, target) -> scalar tensor")
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise invalid("optimizer", type(optimizer).__name__, "a torch.optim.Optimizer")
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise invalid("epochs", epochs, "a positive int")
+    positive_int("epochs", epochs)
     if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
         raise invalid("patience", patience, "None or a positive int (epochs without val_loss improvement)")
     if isinstance(callbacks, str | bytes) or not isinstance(callbacks, Iterable):
@@ -109,7 +108,7 @@ def _summary_writer(logdir):
         from torch.utils.tensorboard import SummaryWriter
     except ImportError as exc:
         raise MissingExtraError("tensorboard", "tensorboard", "fit(tensorboard=...)") from exc
-    return SummaryWriter if distributed.rank() == 0 else None
+    return SummaryWriter(log_dir=os.fspath(logdir)) if distributed.rank() == 0 else None
 
 
 def fit(
@@ -144,10 +143,9 @@ def fit(
         model, train_data, val_data, loss, optimizer, epochs, patience, callbacks, device, progress
     )
     amp = _check_amp(amp, model, device)
-    writer_class = None if tensorboard is None else _summary_writer(tensorboard)
     scaler = torch.amp.GradScaler(amp[0]) if amp is not None and amp[1] == torch.float16 else None
     progress = progress and distributed.rank() == 0
-    writer = writer_class(log_dir=os.fspath(tensorboard)) if writer_class is not None else None
+    writer = None if tensorboard is None else _summary_writer(tensorboard)
     history: list[dict] = []
     best, waited = math.inf, 0
     try:
