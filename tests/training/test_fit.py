@@ -15,18 +15,16 @@ def _data(seed):
     return TensorDataset(x, x @ torch.tensor([[1.0], [-2.0], [0.5], [0.0]]))
 
 
+def _fit_with_validation(model, optimizer, epochs, **options):
+    """``fit`` with MSE on the training set (batches of 16) and the validation set (batches of 32), no bars."""
+    train, val = DataLoader(_data(0), batch_size=16), DataLoader(_data(1), batch_size=32)
+    return fit(model, train, val, torch.nn.functional.mse_loss, optimizer, epochs, progress=False, **options)
+
+
 def test_fit_reduces_loss_and_returns_history():
     torch.manual_seed(0)
     m = torch.nn.Linear(4, 1)
-    hist = fit(
-        m,
-        DataLoader(_data(0), batch_size=16),
-        DataLoader(_data(1), batch_size=32),
-        torch.nn.functional.mse_loss,
-        torch.optim.SGD(m.parameters(), lr=0.1),
-        5,
-        progress=False,
-    )
+    hist = _fit_with_validation(m, torch.optim.SGD(m.parameters(), lr=0.1), 5)
     assert [h["epoch"] for h in hist] == [0, 1, 2, 3, 4]
     assert hist[-1]["val_loss"] < hist[0]["val_loss"] * 0.5
 
@@ -35,17 +33,8 @@ def test_early_stopping_and_callbacks():
     torch.manual_seed(0)
     m = torch.nn.Linear(4, 1)
     seen = []
-    hist = fit(
-        m,
-        DataLoader(_data(0), batch_size=16),
-        DataLoader(_data(1), batch_size=32),
-        torch.nn.functional.mse_loss,
-        torch.optim.SGD(m.parameters(), lr=0.0),
-        20,
-        patience=2,
-        callbacks=[lambda e, mets: seen.append(e)],
-        progress=False,
-    )
+    optimizer = torch.optim.SGD(m.parameters(), lr=0.0)
+    hist = _fit_with_validation(m, optimizer, 20, patience=2, callbacks=[lambda e, mets: seen.append(e)])
     assert len(hist) == 3 and seen == [0, 1, 2]
     hist = fit(
         m,
@@ -75,16 +64,7 @@ def _record_dtypes(model):
 def test_amp_bfloat16_on_cpu_runs_forward_under_autocast():
     model, optimizer = _regression()
     seen = _record_dtypes(model)
-    hist = fit(
-        model,
-        DataLoader(_data(0), batch_size=16),
-        DataLoader(_data(1), batch_size=32),
-        torch.nn.functional.mse_loss,
-        optimizer,
-        4,
-        amp=torch.bfloat16,
-        progress=False,
-    )
+    hist = _fit_with_validation(model, optimizer, 4, amp=torch.bfloat16)
     assert seen and set(seen) == {torch.bfloat16}
     assert all(p.dtype == torch.float32 for p in model.parameters())  # weights stay in full precision
     assert all(isinstance(h["train_loss"], float) and math.isfinite(h["train_loss"]) for h in hist)
@@ -101,17 +81,7 @@ def test_amp_on_cuda(dtype):
     model, optimizer = _regression()
     model = model.cuda()
     seen = _record_dtypes(model)
-    hist = fit(
-        model,
-        DataLoader(_data(0), batch_size=16),
-        DataLoader(_data(1), batch_size=32),
-        torch.nn.functional.mse_loss,
-        optimizer,
-        4,
-        device="cuda",
-        amp=dtype,
-        progress=False,
-    )
+    hist = _fit_with_validation(model, optimizer, 4, device="cuda", amp=dtype)
     assert set(seen) == {dtype}
     assert hist[-1]["val_loss"] < hist[0]["val_loss"]
 
@@ -121,16 +91,7 @@ def test_tensorboard_writes_scalars_per_epoch(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     model, optimizer = _regression()
-    hist = fit(
-        model,
-        DataLoader(_data(0), batch_size=16),
-        DataLoader(_data(1), batch_size=32),
-        torch.nn.functional.mse_loss,
-        optimizer,
-        3,
-        progress=False,
-        tensorboard=tmp_path / "run",
-    )
+    hist = _fit_with_validation(model, optimizer, 3, tensorboard=tmp_path / "run")
     events = EventAccumulator(str(tmp_path / "run"))
     events.Reload()
     assert set(events.Tags()["scalars"]) == {"train_loss", "val_loss", "lr"}
