@@ -4,11 +4,11 @@ import pytest
 import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 from hybridai import CUBA, LIF, RepeatEncoder
 from hybridai.errors import ConfigError
+
+from .test_neurons import backward_work
 
 T, B, N = 23, 3, 6  # 23 is prime: no K below it divides T
 
@@ -125,28 +125,9 @@ def test_peak_memory_drops_for_linear_then_lif():
     assert peaks[10] <= peaks[None] - 0.6 * trace_bytes
 
 
-class CountWork(TorchDispatchMode):
-    """Counts the elements aten calls produce (work, not wall time)."""
-
-    def __init__(self):
-        super().__init__()
-        self.elements = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        self.elements += sum(t.numel() for t in tree_flatten(out)[0] if torch.is_tensor(t))
-        return out
-
-
 @pytest.mark.parametrize("layer", [LIF(0.9, reset="zero", checkpoint_steps=4), CUBA(0.5, 0.9, checkpoint_steps=4)])
 def test_checkpointed_backward_stays_linear_in_time(layer):
-    per_step = []
-    for steps in (16, 64):
-        x = torch.randn(steps, 4, 8, requires_grad=True)
-        loss = layer(x).sum()
-        with CountWork() as counter:
-            loss.backward()
-        per_step.append(counter.elements / (steps * 4 * 8))
+    per_step = [backward_work(layer, steps) for steps in (16, 64)]
     assert per_step[1] <= per_step[0] * 1.05  # constant work per neuron-step (the recomputation included)
 
 
