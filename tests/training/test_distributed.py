@@ -285,8 +285,8 @@ def test_seed_everything_reseeds_seeded_backends():
     with torch.no_grad():
         with_3 = seeded(x)
         assert distributed.seed_everything(7, nn.Sequential(seeded, unseeded)) == 7
-        assert seeded._backend_options["seed"] == 7 and seeded.shots == 1000
-        assert "seed" not in unseeded._backend_options
+        assert seeded.backend_options["seed"] == 7 and seeded.shots == 1000
+        assert "seed" not in unseeded.backend_options
         with_7 = seeded(x)
         reference = hybridai.QuantumLayer(circuit, 1, {"weights": (1,)}, shots=1000, seed=7)
         reference.load_state_dict(seeded.state_dict())
