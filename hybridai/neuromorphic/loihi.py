@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import torch
 
 from ..errors import ShapeError, invalid
+from .loihi_lanes import abs_max, count_entering, lava_wrap_f64, scalar, wrap_f64
 
 QUIRKS = ("nengo", "lava")
 V_LIMIT = (1 << 23) - 1  # Lava's voltage clip, and the widest vmin/vmax nengo-loihi can express
@@ -190,10 +191,10 @@ class Compartments:
         ``[T, B, N]`` traces ``u``, ``v`` (after reset) and ``v_pre`` (before reset, what a membrane
         probe of the float model reads).
         """
-        q_max = _abs_max(q)
+        q_max = abs_max(q)
         if self.quirks == "nengo" and q_max >= 1 << 21:
-            q = _wrap_f64(q.to(torch.float64), 21)
-            q_max = _abs_max(q)
+            q = wrap_f64(q.to(torch.float64), 21)
+            q_max = abs_max(q)
         # float32 holds every integer below 2^24 exactly: half the memory traffic for the input
         q = q.to(torch.float32 if q_max < 2**24 else torch.float64)
         return self._run(q.unbind(0).__getitem__, q_max, q.shape[0], q.shape[1], bias_from=bias_from, record=record)
@@ -224,7 +225,7 @@ class Compartments:
         v_bound = (u_bound + bias_max) / (1 - keep_v_max) if keep_v_max < 1 else float("inf")
         clip = not (v_bound <= float(self.vmax.min()) and -v_bound >= float(self.vmin.max()))
         # registers shared by every compartment act as Python numbers (no broadcast tensor)
-        keep_u, keep_v, vth, bias = (_scalar(x) for x in (self.keep_u, self.keep_v, self.vth, self.bias))
+        keep_u, keep_v, vth, bias = (scalar(x) for x in (self.keep_u, self.keep_v, self.vth, self.bias))
         vmin, vmax = self.vmin, self.vmax
         if vmin.numel() == vmax.numel() == 1:
             vmin, vmax = vmin.item(), vmax.item()
@@ -245,7 +246,7 @@ class Compartments:
         hold_after_spike = self.uses_refractory and bool((self.refractory == 2).all())
         if self.uses_refractory and not hold_after_spike:
             counter, free = torch.zeros_like(u), torch.empty_like(u)
-            rest = _scalar((self.refractory - 1).clamp(min=0))  # the counter after the spike's step
+            rest = scalar((self.refractory - 1).clamp(min=0))  # the counter after the spike's step
         stale_v = self.uses_refractory and float(self.refractory.min()) >= 2 and "v" not in record
         # activity: while no bias acts, counted step by step; while the biases act, only compartments
         # without one need counting: their u, v and q are gathered step by step and counted at the end
@@ -264,11 +265,11 @@ class Compartments:
                 if q_t.dtype != f64:
                     q_t = q64.copy_(q_t)  # one conversion into a reused buffer (cheaper than a mixed-dtype add)
                 if wrap_q:
-                    q_t, scale = _wrap_f64(q_t * q_scale, 21), 1.0
+                    q_t, scale = wrap_f64(q_t * q_scale, 21), 1.0
             biased = t >= first_biased
             # an update is active when q, u or v entering it is non-zero, or a bias acts on it
             if not biased:
-                counted += _count_entering(u, v, q_t, spiked if stale_v else None, scratch)
+                counted += count_entering(u, v, q_t, spiked if stale_v else None, scratch)
             elif gather:
                 torch.index_select(uv, 2, unbiased, out=gathered_uv[t - first_biased])
                 if q_t is not None:
@@ -281,9 +282,9 @@ class Compartments:
             if q_t is not None:
                 u.add_(q_t) if scale == 1 else u.add_(q_t, alpha=scale)
             if wrap_u:
-                u.copy_(_wrap_f64(u, 23) if nengo else _lava_wrap_f64(u))
+                u.copy_(wrap_f64(u, 23) if nengo else lava_wrap_f64(u))
             if biased and wrap_u2:
-                v.add_(_wrap_f64(u + bias, 23))
+                v.add_(wrap_f64(u + bias, 23))
             else:
                 v.add_(u)
                 if biased:
@@ -327,46 +328,6 @@ class Compartments:
         return {**out, "spikes": spikes, "active": active}
 
 
-def _scalar(x: torch.Tensor) -> torch.Tensor | float:
-    """A register shared by every compartment as a Python float, else the per-compartment tensor."""
-    return float(x) if x.numel() == 1 else x
-
-
-def _abs_max(q: torch.Tensor) -> float:
-    """max |q| (0 when empty), without an |q| copy of the input."""
-    if not q.numel():
-        return 0.0
-    low, high = torch.aminmax(q)
-    return max(-float(low), float(high))
-
-
-def _count_entering(
-    u: torch.Tensor, v: torch.Tensor, q: torch.Tensor | None, spiked: torch.Tensor | None, scratch: torch.Tensor
-) -> torch.Tensor:
-    """How many lanes have a non-zero u, v or q (v counted as 0 where ``spiked``: a reset not yet applied),
-    computed in ``scratch``."""
-    entering = torch.mul(u, u, out=scratch)
-    if spiked is not None:
-        v = torch.addcmul(v, v, spiked, value=-1.0)
-    entering.addcmul_(v, v)
-    if q is not None:
-        entering.addcmul_(q, q)
-    return entering.clamp_(max=1.0).sum()
-
-
-def _wrap_f64(x: torch.Tensor, bits: int) -> torch.Tensor:
-    """``wrap`` on integers held in float64."""
-    period = float(1 << (bits + 1))
-    return x - period * torch.floor((x + period / 2) / period)
-
-
-def _lava_wrap_f64(x: torch.Tensor) -> torch.Tensor:
-    """Lava's u overflow rule on integers held in float64: one conditional subtraction or addition of 2^24
-    (+2^23 survives)."""
-    half = float(1 << 23)
-    return x - (2 * half) * (x > half).to(x.dtype) + (2 * half) * (x <= -half).to(x.dtype)
-
-
 def check_integer(x: Any, argument: str, *, rank: int | None = 3, non_negative: bool = False) -> torch.Tensor:
     """``x`` as int64 if it holds integers (any dtype whose values are whole numbers), else a ShapeError."""
     what = "a torch.Tensor of integers" + (f" with {rank} dimensions [T, B, N]" if rank else "")
@@ -401,7 +362,7 @@ def run_compartments(config: CompartmentConfig, q: torch.Tensor, quirks: str = "
     if torch.is_tensor(q) and q.is_floating_point():
         raise invalid("q.dtype", q.dtype, "an integer dtype (int32, int64, ...)", ShapeError)
     q = check_integer(q, "q")
-    if _abs_max(q) >= 2**52:
+    if abs_max(q) >= 2**52:
         raise invalid("q", f"tensor with |q| up to {int(q.abs().max())}", "|q| < 2^52", ShapeError)
     out = Compartments(config, q.shape[2], q.device, quirks).simulate(q, record=("u", "v"))
     return Trace(out["u"], out["v"], out["spikes"])

@@ -28,6 +28,7 @@ from torch import nn
 
 from ..spiking.surrogate import Surrogate
 from .loihi import V_LIMIT, check_integer, check_quirks
+from .loihi_lanes import lava_wrap_f64, wrap_f64
 from .loihi_quantize import LayerPlan, max_count_of, parse, plan_pair
 
 
@@ -58,17 +59,6 @@ def _ste(exact: torch.Tensor, approx: torch.Tensor) -> torch.Tensor:
 
 def _trunc(y: torch.Tensor) -> torch.Tensor:
     return _ste(y.detach().trunc(), y)
-
-
-def _wrap(y: torch.Tensor, bits: int) -> torch.Tensor:
-    period = float(1 << (bits + 1))
-    return y - period * torch.floor((y.detach() + period / 2) / period)
-
-
-def _lava_wrap(y: torch.Tensor) -> torch.Tensor:
-    half = float(1 << 23)
-    d = y.detach()
-    return y - 2 * half * (d > half).to(y.dtype) + 2 * half * (d <= -half).to(y.dtype)
 
 
 class FakeQuantized(nn.Module):
@@ -139,11 +129,11 @@ class FakeQuantized(nn.Module):
         spikes, membrane = [], []
         for q in q_all.unbind(0):
             if nengo:
-                u = _wrap(_trunc(u * keep_u) + _wrap(q, 21), 23)
-                u2 = _wrap(u + bias, 23) if bias is not None else u
+                u = wrap_f64(_trunc(u * keep_u) + wrap_f64(q, 21), 23)
+                u2 = wrap_f64(u + bias, 23) if bias is not None else u
                 v = _trunc(v * keep_v) + u2
             else:
-                u = _lava_wrap(_trunc(u * keep_u) + q)
+                u = lava_wrap_f64(_trunc(u * keep_u) + q)
                 v = _trunc(v * keep_v) + u + (bias if bias is not None else 0.0)
             v = v.clamp(vmin, vmax)
             if plan.refractory > 1:  # CUBA: the step after a spike is held at 0 (refractory delay 2)
