@@ -26,6 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..errors import ShapeError, invalid
 from ..spiking.surrogate import Surrogate
 from .loihi import V_LIMIT, check_integer, check_quirks
 from .loihi_lanes import lava_wrap_f64, wrap_f64
@@ -88,8 +89,9 @@ class FakeQuantized(nn.Module):
         pairs, decoder = parse(self.model, self.quirks)
         dtype = pairs[0].linear.weight.dtype
         source = check_integer(x, "x", non_negative=True).double()
-        if source.shape[2] != pairs[0].linear.in_features:
-            raise invalid_width(x, pairs[0].linear.in_features)
+        width = pairs[0].linear.in_features
+        if source.shape[2] != width:
+            raise invalid("x.shape", tuple(x.shape), f"[T, B, {width}] time-major spike counts", ShapeError)
         layers = []
         for i, pair in enumerate(pairs):
             plan = plan_pair(pair, self.max_count if i == 0 else 1.0)
@@ -148,12 +150,6 @@ class FakeQuantized(nn.Module):
 
     def extra_repr(self) -> str:
         return f"quirks={self.quirks!r}"
-
-
-def invalid_width(x: torch.Tensor, width: int) -> Exception:
-    from ..errors import ShapeError, invalid
-
-    return invalid("x.shape", tuple(x.shape), f"[T, B, {width}] time-major spike counts", ShapeError)
 
 
 def fake_quantize(model: nn.Module, *, quirks: str = "nengo", calibration: Any = None) -> FakeQuantized:
