@@ -49,18 +49,15 @@ def check_weights(weights: Any, weight_exp: Any, quirks: str = "nengo", name: st
 
 
 def synaptic_input(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int, quirks: str) -> torch.Tensor:
-    """q [T, B, N] (int64) that input spike counts [T, B, F] deliver through checked mantissas ``weights`` [N, F].
+    """q [T, B, N] (int64) that input spike counts [T, B, F] deliver through mantissas ``weights`` [N, F]
+    (checked by ``check_weights``).
 
     No delay here (``run_network`` adds it).
     """
-    return _synaptic_input(check_integer(counts, "counts"), weights, weight_exp, quirks).to(torch.int64)
-
-
-def _synaptic_input(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int, quirks: str) -> torch.Tensor:
-    """``synaptic_input`` as integer-valued float32 or float64."""
-    syn = _synapses(counts, weights, weight_exp, quirks)
+    counts = check_integer(counts, "counts")
+    syn = _synapses(counts, check_weights(weights, weight_exp, quirks), weight_exp, quirks)
     summed = torch.matmul(counts.to(syn.matrix.dtype), syn.matrix)
-    return syn.post(summed) if syn.post is not None else summed
+    return (syn.post(summed) if syn.post is not None else summed).to(torch.int64)
 
 
 class _Synapses(NamedTuple):
