@@ -199,7 +199,13 @@ def _reduce_device() -> torch.device:
 
 def all_reduce_sum(values: Sequence[float]) -> list[float]:
     """Element-wise sums of ``values`` over all ranks (float64); ``values`` itself in one process."""
-    values = [float(v) for v in values]
+    accepted = "a sequence of numbers (the same length on every rank)"
+    if isinstance(values, str | bytes):
+        raise invalid("values", values, accepted)
+    try:
+        values = [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise invalid("values", values, accepted) from None
     if not is_distributed():
         return values
     tensor = torch.tensor(values, dtype=torch.float64, device=_reduce_device())

@@ -259,6 +259,8 @@ def test_init_from_env_without_torchrun(monkeypatch):
         (lambda: distributed.seed_everything(True), r"seed=True.*non-negative int"),
         (lambda: distributed.seed_everything(0, model="net"), r"model='str'.*torch.nn.Module"),
         (lambda: distributed.wrap("net"), r"model='str'.*torch.nn.Module"),
+        (lambda: distributed.all_reduce_sum(["a"]), r"values=\['a'\].*sequence of numbers"),
+        (lambda: distributed.all_reduce_sum(3), r"values=3.*sequence of numbers"),
         (lambda: distributed.distributed_loader(data(4, 0), 0), r"batch_size=0.*positive int"),
         (lambda: distributed.distributed_loader(iter([1, 2]), 2), r"dataset='list_iterator'.*map-style"),
         (lambda: distributed.distributed_loader(data(4, 0), 2, sampler=[0]), r"sampler=\[0\].*builds the sampler"),
