@@ -151,9 +151,14 @@ def run_network(
     """
     check_quirks(quirks)
     counts = check_integer(counts, "x", non_negative=True)
+    if not isinstance(record, tuple | list) or not set(record) <= {"v", "v_pre"}:
+        raise invalid("record", record, "a tuple of 'v' and/or 'v_pre'")
+    record = tuple(record)
     source = counts
     runs = []
     for index, layer in enumerate(layers, start=1):
+        if not isinstance(layer, LoihiLayer):
+            raise invalid(f"layers[{index - 1}]", type(layer).__name__, "a hybridai.neuromorphic.loihi.LoihiLayer")
         weights = check_weights(layer.weights, layer.weight_exp, quirks, name=f"layer {index} weights")
         if source.shape[2] != weights.shape[1]:
             raise invalid(
@@ -170,7 +175,7 @@ def run_network(
         group = Compartments(layer.config, weights.shape[0], source.device, quirks)
         steps, batch = source.shape[0], source.shape[1]
         step_input, scale = _delayed_input(delivered, syn)
-        out = group._run(step_input, syn.q_max, steps, batch, bias_from=index, record=tuple(record), q_scale=scale)
+        out = group._run(step_input, syn.q_max, steps, batch, bias_from=index, record=record, q_scale=scale)
         runs.append(LayerRun(out["spikes"], out.get("v"), out.get("v_pre"), ops, out["active"]))
         source = out["spikes"]
     return runs
