@@ -19,36 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
-from ..errors import BackendUnavailableError, invalid
+from ..errors import invalid
 from .base import Capabilities, NeuromorphicBackend
 from .registry import register
 
 OPTIONS = ("quirks", "device")
-
-
-def _device(spec: Any) -> torch.device:
-    accepted = "a torch device string: 'cpu', 'cuda' or 'cuda:N'"
-    if not isinstance(spec, str | torch.device):
-        raise invalid("device", spec, accepted)
-    try:
-        device = torch.device(spec)
-    except (RuntimeError, ValueError):
-        raise invalid("device", spec, accepted) from None
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise BackendUnavailableError(
-                f"device={spec!r}: CUDA is not available on this machine (torch.cuda.is_available() is False); "
-                "accepted here: 'cpu'"
-            )
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise BackendUnavailableError(
-                f"device={spec!r}: this machine has {torch.cuda.device_count()} CUDA device(s)"
-            )
-    elif device.type != "cpu":
-        raise invalid("device", spec, accepted)
-    return device
 
 
 @register("loihi")
@@ -59,6 +34,7 @@ class LoihiBackend(NeuromorphicBackend):
         self, target: str | None = None, *, quirks: str = "nengo", device: Any = "cpu", **options: Any
     ) -> None:
         from ..neuromorphic.loihi import check_quirks
+        from ..neuromorphic.loihi_quantize import check_device
 
         if target is not None:
             raise invalid(
@@ -67,7 +43,7 @@ class LoihiBackend(NeuromorphicBackend):
         if options:
             raise invalid("options", options, f"only {OPTIONS}")
         self.quirks = check_quirks(quirks)
-        self.device = _device(device)
+        self.device = check_device(device)
         given = {
             k: v
             for k, v in (("quirks", quirks), ("device", device))
@@ -93,4 +69,4 @@ class LoihiBackend(NeuromorphicBackend):
         """Quantize ``model`` and return a ``QuantizedNetwork`` (a ``CompiledNetwork``) on the emulator."""
         from ..neuromorphic.loihi import quantize
 
-        return quantize(model, quirks=self.quirks, calibration=calibration, device=str(self.device))
+        return quantize(model, quirks=self.quirks, calibration=calibration, device=self.device)

@@ -41,7 +41,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import ConfigError, ShapeError, invalid
+from ..errors import BackendUnavailableError, ConfigError, ShapeError, invalid
 from ..spiking.encoding import MembraneDecoder, RateDecoder, SpikeCountDecoder
 from ..spiking.neurons import CUBA, LIF
 from .activity import ChipRun, CompiledNetwork, LayerActivity
@@ -242,6 +242,30 @@ def plan_pair(pair: Pair, max_count: float = 1.0) -> LayerPlan:
     )
 
 
+def check_device(spec: Any) -> torch.device:
+    """``spec`` as a torch device the emulator can run on here (the CPU or an existing CUDA device)."""
+    accepted = "a torch device string: 'cpu', 'cuda' or 'cuda:N'"
+    if not isinstance(spec, str | torch.device):
+        raise invalid("device", spec, accepted)
+    try:
+        device = torch.device(spec)
+    except (RuntimeError, ValueError):
+        raise invalid("device", spec, accepted) from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise BackendUnavailableError(
+                f"device={spec!r}: CUDA is not available on this machine (torch.cuda.is_available() is False); "
+                "accepted here: 'cpu'"
+            )
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise BackendUnavailableError(
+                f"device={spec!r}: this machine has {torch.cuda.device_count()} CUDA device(s)"
+            )
+    elif device.type != "cpu":
+        raise invalid("device", spec, accepted)
+    return device
+
+
 def max_count_of(calibration: Any) -> float:
     """The largest input spike count in ``calibration`` (1 when None: binary spikes assumed)."""
     if calibration is None:
@@ -260,13 +284,13 @@ class QuantizedNetwork(CompiledNetwork):
     backend = "loihi"
 
     def __init__(
-        self, plans: list[LayerPlan], decoder: nn.Module | None, quirks: str, device: str, dtype: torch.dtype
+        self, plans: list[LayerPlan], decoder: nn.Module | None, quirks: str, device: torch.device, dtype: torch.dtype
     ) -> None:
         self.plans = plans
         self.layers = [LoihiLayer(p.weights.to(device), p.weight_exp, p.config(), p.name) for p in plans]
         self.decoder = decoder
         self.quirks = quirks
-        self.device = torch.device(device)
+        self.device = device
         self.dtype = dtype
         self.n_inputs = plans[0].weights.shape[1]
 
@@ -362,7 +386,9 @@ class QuantizedNetwork(CompiledNetwork):
         return rows
 
 
-def quantize(model: Any, *, quirks: str = "nengo", calibration: Any = None, device: str = "cpu") -> QuantizedNetwork:
+def quantize(
+    model: Any, *, quirks: str = "nengo", calibration: Any = None, device: str | torch.device = "cpu"
+) -> QuantizedNetwork:
     """Quantize ``model`` to Loihi 1 registers (see the module docstring) and return the runnable network.
 
     ``calibration``: optional input spike counts ``[T, B, F]``; its largest count bounds the first
@@ -372,11 +398,7 @@ def quantize(model: Any, *, quirks: str = "nengo", calibration: Any = None, devi
     max_count = max_count_of(calibration)
     plans = [plan_pair(pair, max_count if i == 0 else 1.0) for i, pair in enumerate(pairs)]
     dtype = pairs[0].linear.weight.dtype
-    try:
-        torch.empty(0, device=device)
-    except (RuntimeError, TypeError) as exc:
-        raise invalid("device", device, f"a torch device available here (cpu, cuda, ...): {exc}") from None
-    return QuantizedNetwork(plans, decoder, quirks, device, dtype)
+    return QuantizedNetwork(plans, decoder, quirks, check_device(device), dtype)
 
 
-__all__ = ["LayerPlan", "QuantizedNetwork", "max_count_of", "parse", "plan_pair", "quantize"]
+__all__ = ["LayerPlan", "QuantizedNetwork", "check_device", "max_count_of", "parse", "plan_pair", "quantize"]
