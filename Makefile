@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint imports docs-check docs bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,12 +17,22 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/hybridai demo
 
-test: $(STAMP)
+# lint (ruff check + format), the import contract, the docs (strict), then the test suite
+test: $(STAMP) lint imports docs-check
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check hybridai tests
-	$(VENV)/bin/ruff format --check hybridai tests
+	$(VENV)/bin/ruff check hybridai tests benchmarks examples
+	$(VENV)/bin/ruff format --check hybridai tests benchmarks examples
+
+imports: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+docs-check: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$(mktemp -d)"
+
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) build *.egg-info site

@@ -22,8 +22,11 @@ import pennylane as qml
 import torch
 
 from hybridai import ZNE, backends
+from hybridai.backends import ExecutionConfig
+from hybridai.quantum.execution import execute
 
 N, DEPTH = 4, 10
+WIRES = tuple(range(N))
 
 
 def random_circuit(seed: int):
@@ -44,13 +47,13 @@ def random_circuit(seed: int):
     return circuit
 
 
-def evaluate(backend, circuit, x):
+def evaluate(backend, circuit, x, mitigation=None):
+    """Values, wall seconds, and seconds beyond the executions (the call's own statistics)."""
     tape = qml.tape.make_qscript(circuit)(x)
     start = time.perf_counter()
-    before = getattr(backend, "primitive_seconds", 0.0)
-    (out,) = backend.execute([tape], wires=range(N))
+    run = execute(backend, [tape], ExecutionConfig(WIRES, mitigation=mitigation))
     elapsed = time.perf_counter() - start
-    return np.asarray(out), elapsed, elapsed - (getattr(backend, "primitive_seconds", 0.0) - before)
+    return np.asarray(run.results[0]), elapsed, elapsed - run.stats.seconds
 
 
 def mitiq_per_value(circuit, x, noisy_backend) -> tuple[float, float]:
@@ -59,7 +62,7 @@ def mitiq_per_value(circuit, x, noisy_backend) -> tuple[float, float]:
     from qiskit import transpile
     from qiskit_aer.primitives import EstimatorV2
 
-    from hybridai.quantum.qiskit_convert import convert
+    from hybridai.quantum.qiskit.conversion import convert
 
     estimator = EstimatorV2(options={"backend_options": {"method": "density_matrix",
                                                          "noise_model": noisy_backend.noise_model}})  # fmt: skip
@@ -96,22 +99,21 @@ def main() -> None:
     plain = backends.get("aer:fake_manila", optimization_level=0)
     extrapolations = ("richardson", "linear", "poly", "exp")  # exp with asymptote 0 (Pauli expectation)
     settings = {e: ZNE(extrapolation=e, asymptote=0.0 if e == "exp" else None) for e in extrapolations}
-    mitigated = {e: backends.get("aer:fake_manila", mitigation=z) for e, z in settings.items()}
+    noisy = backends.get("aer:fake_manila")  # one backend for every setting: mitigation travels with each call
     errors = {"unmitigated": [], **{e: [] for e in extrapolations}}
     times = {"unmitigated": [], "richardson": []}
     overhead = []
     for seed in range(args.circuits):
         circuit = random_circuit(seed)
         x = torch.rand(args.batch, N, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
-        exact = np.asarray(ideal.execute([qml.tape.make_qscript(circuit)(x)], wires=range(N))[0])
+        exact = np.asarray(ideal.execute([qml.tape.make_qscript(circuit)(x)], ExecutionConfig(WIRES)).results[0])
         value, seconds, _ = evaluate(plain, circuit, x)
         errors["unmitigated"].extend(np.abs(value - exact))
         times["unmitigated"].append(seconds)
-        for e, backend in mitigated.items():
-            evaluate(backend, circuit, x) if e == "richardson" and not times[
-                "richardson"
-            ] else None  # warm the fold cache
-            value, seconds, extra = evaluate(backend, circuit, x)
+        for e, zne in settings.items():
+            if e == "richardson" and not times["richardson"]:
+                evaluate(noisy, circuit, x, zne)  # warm the fold cache
+            value, seconds, extra = evaluate(noisy, circuit, x, zne)
             errors[e].extend(np.abs(value - exact))
             if e == "richardson":
                 times["richardson"].append(seconds)

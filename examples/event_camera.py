@@ -26,8 +26,8 @@ from torch import nn
 
 import hybridai
 from hybridai import events
+from hybridai.core.text_table import format_table
 from hybridai.neuromorphic import dense_macs, energy, loihi
-from hybridai.text_table import format_table
 
 SENSOR = (32, 32, 2)
 DURATION_US = 40_000

@@ -4,8 +4,8 @@ The public API, re-exported. Importing hybridai imports torch only; each backend
 stack (PennyLane, Qiskit, Mitiq, nengo, akida) is imported when first used.
 """
 
-from . import backends, events, neuromorphic, spiking, training
-from .errors import (
+from hybridai import backends, events, neuromorphic, spiking, training
+from hybridai.core.errors import (
     BackendNotFoundError,
     BackendUnavailableError,
     ConfigError,
@@ -13,11 +13,11 @@ from .errors import (
     MissingExtraError,
     ShapeError,
 )
-from .module import HybridModule, place, summary
-from .neuromorphic import deploy
-from .quantum import QuantumKernel, QuantumLayer, mitigation, psd_repair, target_alignment
-from .quantum.mitigation import ZNE
-from .spiking import (
+from hybridai.core.module import HybridModule, place, summary
+from hybridai.neuromorphic import deploy
+from hybridai.quantum import QuantumKernel, QuantumLayer, mitigation, psd_repair, target_alignment
+from hybridai.quantum.mitigation.zne import ZNE
+from hybridai.spiking import (
     CUBA,
     LIF,
     DeltaEncoder,
@@ -29,7 +29,7 @@ from .spiking import (
     SpikeCountDecoder,
     TimeDistributed,
 )
-from .training import load, profile, save
+from hybridai.training import load, profile, save
 
 __version__ = "0.1.0"
 
@@ -42,7 +42,7 @@ def __getattr__(name: str):
 
         return importlib.import_module(".testing", __name__)
     if name in ("QSVC", "QSVR", "QuantumKernelRidge"):
-        from .quantum import estimators
+        from hybridai.quantum import estimators
 
         return getattr(estimators, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

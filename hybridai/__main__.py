@@ -1,5 +1,5 @@
 """``python -m hybridai`` runs the command-line interface."""
 
-from .cli import main
+from hybridai.cli import main
 
 raise SystemExit(main())

@@ -8,8 +8,8 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from .errors import HybridAIError, invalid
-from .text_table import format_table
+from hybridai.core.errors import HybridAIError, invalid
+from hybridai.core.text_table import format_table
 
 STACK = (
     "torch", "numpy", "pennylane", "pennylane_lightning", "qiskit", "qiskit-aer", "qiskit-ibm-runtime",
@@ -24,23 +24,37 @@ def _version(package: str) -> str:
         return "not installed"
 
 
+def _flags(caps: object) -> str:
+    """The capabilities a family claims, from its typed record (any contract)."""
+    names = ("differentiable", "exact", "bit_exact", "shots", "noise")
+    flags = [k for k in names if getattr(caps, k, False) is True]
+    hardware = getattr(caps, "hardware", ())
+    if hardware:
+        flags.append(f"hardware {'/'.join(map(str, hardware))}")
+    return ", ".join(flags)
+
+
 def cmd_backends(args: argparse.Namespace) -> int:
-    from . import backends
+    from hybridai import backends
 
     rows = []
-    for info in backends.available():
-        caps = info.capabilities
-        flags = ", ".join(k for k in ("differentiable", "exact", "shots", "noise") if getattr(caps, k)) if caps else ""
+    for info in backends.available():  # a broken plugin is a row with its reason, never an exception
+        try:
+            flags = _flags(info.capabilities) if info.capabilities is not None else ""
+        except Exception as exc:  # a plugin's odd capabilities never break the listing
+            flags = f"unreadable ({type(exc).__name__})"
         status = "yes" if info.available else "no"
-        rows.append([info.name, "/".join(info.domains) or "?", status, flags, info.source, info.reason])
-    print(format_table(["family", "domains", "available", "capabilities", "source", "reason"], rows))
+        reason = " ".join(str(info.reason).split())
+        domains = "/".join(info.domains) or "?"
+        rows.append([info.name, info.contract or "?", domains, status, flags, info.source, reason])
+    print(format_table(["family", "contract", "domains", "available", "capabilities", "source", "reason"], rows))
     return 0
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     import torch
 
-    from . import __version__
+    from hybridai import __version__
 
     rows = [["hybridai", __version__], ["python", platform.python_version()]]
     rows += [[p, _version(p)] for p in STACK]
@@ -60,7 +74,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     import torch
 
-    from .demo import run_demo
+    from hybridai.demo import run_demo
 
     if args.threads < 1:
         raise invalid("threads", args.threads, "a positive int")
@@ -85,7 +99,7 @@ def _option(text: str) -> tuple[str, object]:
 def cmd_test_backend(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from .testing import conformance_checks, run_conformance
+    from hybridai.testing import conformance_checks, run_conformance
 
     options = dict(args.option or [])
     total = sum(len(conformance_checks(name, options)) for name in args.backends)
@@ -112,7 +126,7 @@ def _load_trusted(path: str, argument: str):
 def cmd_deploy_report(args: argparse.Namespace) -> int:
     import torch
 
-    from .neuromorphic.deploy import deploy
+    from hybridai.neuromorphic.deploy import deploy
 
     model = _load_trusted(args.model, "model")
     data = _load_trusted(args.data, "data")

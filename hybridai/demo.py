@@ -14,9 +14,9 @@ import time
 import torch
 from torch import nn
 
-from .errors import invalid
-from .module import summary
-from .quantum import QuantumLayer
+from hybridai.core.errors import invalid
+from hybridai.core.module import summary
+from hybridai.quantum import QuantumLayer
 
 N_LAYERS = 3
 
@@ -108,7 +108,7 @@ def run_demo(n_qubits: int = 6, epochs: int = 25, batch_size: int = 32, seed: in
     }
     n_params = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     print()
-    from .text_table import format_table
+    from hybridai.core.text_table import format_table
 
     print(
         format_table(

@@ -1,6 +1,6 @@
 import pytest
 
-from hybridai.backends import registry
+from hybridai.core import registry
 
 
 @pytest.fixture

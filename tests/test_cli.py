@@ -1,5 +1,6 @@
 import subprocess
 import sys
+import textwrap
 from importlib import metadata
 
 import pytest
@@ -27,13 +28,105 @@ def test_no_command_is_an_error():
     assert out.returncode == 2 and "required" in out.stderr
 
 
+def table_rows(text: str) -> dict[str, dict[str, str]]:
+    """A table printed by the CLI as {first cell: {header: cell}} (columns read from the rule line)."""
+    lines = text.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line and set(line) <= {"-", " "})
+    spans, start = [], 0
+    for dashes in lines[rule].split("  "):
+        spans.append((start, start + len(dashes)))
+        start += len(dashes) + 2
+    cells = lambda line: [line[a:b].strip() for a, b in spans]  # noqa: E731
+    headers = cells(lines[rule - 1])
+    rows = [dict(zip(headers, cells(line), strict=True)) for line in lines[rule + 1 :] if line.strip()]
+    return {row[headers[0]]: row for row in rows}
+
+
 def test_backends_table(capsys):
     assert main(["backends"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[:3] == ["family", "domains", "available"]
-    rows = {line.split()[0]: line.split() for line in lines[2:]}
-    assert rows["pennylane"][1:3] == ["quantum", "yes"]
-    assert rows["torch"][1:3] == ["classical/spiking", "yes"]
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[:4] == ["family", "contract", "domains", "available"]
+    rows = table_rows(out)
+    assert rows["pennylane"]["contract"] == "quantum executor" and rows["pennylane"]["available"] == "yes"
+    assert rows["pennylane"]["domains"] == "quantum" and "differentiable" in rows["pennylane"]["capabilities"]
+    assert rows["torch"]["contract"] == "placement" and rows["torch"]["domains"] == "classical/spiking"
+    assert rows["loihi"]["contract"] == "chip compiler" and rows["loihi"]["domains"] == "spiking"
+    assert "bit_exact" in rows["loihi"]["capabilities"] and rows["statevector"]["source"] == "built-in"
+
+
+BROKEN = """
+    from hybridai.backends import Placement, PlacementCapabilities
+
+
+    class Good(Placement):
+        @property
+        def capabilities(self):
+            return PlacementCapabilities()
+
+        def place(self, module):
+            return module
+
+
+    class RaisesInAvailable(Good):
+        @classmethod
+        def is_available(cls):
+            raise RuntimeError("driver crashed while probing")
+
+
+    class AnswersABool(Good):
+        @classmethod
+        def is_available(cls):
+            return True  # not an Availability
+
+
+    class RaisesInCapabilities(Good):
+        @property
+        def capabilities(self):
+            raise RuntimeError("firmware query failed")
+"""
+
+
+@pytest.fixture
+def broken_plugins(tmp_path, monkeypatch, fresh_registry):
+    """Plugins that fail to import, raise in is_available or capabilities, or answer is_available wrongly."""
+    (tmp_path / "broken_mod.py").write_text(textwrap.dedent(BROKEN))
+    (tmp_path / "missing_mod.py").write_text("import no_such_driver_module  # noqa: F401\n")
+    info = tmp_path / "hybridai_broken-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hybridai-broken\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[hybridai.backends]\n"
+        "missing = missing_mod:Backend\n"
+        "probecrash = broken_mod:RaisesInAvailable\n"
+        "capscrash = broken_mod:RaisesInCapabilities\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield info
+    for name in ("broken_mod", "missing_mod"):
+        sys.modules.pop(name, None)
+
+
+def test_broken_plugins_never_crash_the_cli(broken_plugins, capsys):
+    assert main(["backends"]) == 0
+    rows = table_rows(capsys.readouterr().out)
+    assert rows["missing"]["available"] == "no" and "no_such_driver_module" in rows["missing"]["reason"]
+    assert rows["probecrash"]["available"] == "no" and "driver crashed while probing" in rows["probecrash"]["reason"]
+    assert rows["capscrash"]["available"] == "no" and "firmware query failed" in rows["capscrash"]["reason"]
+    assert rows["torch"]["available"] == "yes" and rows["statevector"]["available"] == "yes"
+    for name in ("missing", "probecrash", "capscrash"):
+        assert main(["test-backend", name]) == 1  # a FAIL table, not a traceback
+        out = capsys.readouterr().out
+        assert table_rows(out)[name]["result"] == "FAIL" and out.splitlines()[-1].split()[3] == "FAIL"
+
+
+def test_a_plugin_that_breaks_available_itself_is_still_listed(broken_plugins, capsys):
+    (broken_plugins / "entry_points.txt").write_text("[hybridai.backends]\nbool = broken_mod:AnswersABool\n")
+    assert main(["backends"]) == 0
+    rows = table_rows(capsys.readouterr().out)
+    assert rows["bool"]["available"] == "no" and "is_available() returned True" in rows["bool"]["reason"]
+    assert rows["torch"]["available"] == "yes" and rows["torch"]["contract"] == "placement"
+    assert main(["test-backend", "bool"]) == 1
+    assert "not a hybridai Availability" in capsys.readouterr().out
 
 
 def test_info_lists_versions_and_devices(capsys):

@@ -8,12 +8,13 @@ Per chip: ``loihi`` (bit-exact Loihi 1 emulator, ``loihi.quantize``, ``loihi.fak
 what the chip computes), ``akida`` (BrainChip's engine) and ``nengo`` (a ``nengo.Network``).
 """
 
-from . import akida, energy, loihi
-from .activity import ChipRun, CompiledNetwork, LayerActivity
-from .akida import AkidaNetwork
-from .deploy import Deployment, DeploymentReport, deploy
-from .macs import dense_macs
-from .nengo import NengoNetwork, to_network
+from hybridai.neuromorphic import akida, energy, loihi
+from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork, LayerActivity
+from hybridai.neuromorphic.akida.engine import AkidaNetwork
+from hybridai.neuromorphic.deploy import Deployment, DeploymentReport, deploy
+from hybridai.neuromorphic.loihi.plan import LoihiNetwork
+from hybridai.neuromorphic.macs import dense_macs
+from hybridai.neuromorphic.nengo.network import NengoNetwork, to_network
 
 __all__ = [
     "AkidaNetwork",
@@ -22,6 +23,7 @@ __all__ = [
     "Deployment",
     "DeploymentReport",
     "LayerActivity",
+    "LoihiNetwork",
     "NengoNetwork",
     "akida",
     "dense_macs",

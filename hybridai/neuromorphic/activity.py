@@ -55,7 +55,7 @@ class ChipRun:
 
 
 class CompiledNetwork(ABC):
-    """A model compiled to a chip's number formats; built by ``NeuromorphicBackend.compile``."""
+    """A model compiled to a chip's number formats; built by ``ChipCompiler.compile``."""
 
     backend: str = ""
 

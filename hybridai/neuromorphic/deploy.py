@@ -1,6 +1,6 @@
 """``hybridai.deploy``: a trained model on a neuromorphic backend, with an honest report.
 
-The backend compiles the model to its chip's number formats (``NeuromorphicBackend.compile``);
+The backend compiles the model to its chip's number formats (``ChipCompiler.compile``);
 ``Deployment.report(x, labels)`` runs the float model and the chip on the same batch and says
 what changed: agreement of predictions and outputs, accuracy of both, spikes and synaptic
 operations per layer, neuron updates, latency in time steps and an energy estimate whose
@@ -16,12 +16,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from .. import backends
-from ..backends.base import NeuromorphicBackend
-from ..errors import ShapeError, invalid
-from ..text_table import format_table
-from .activity import ChipRun, CompiledNetwork
-from .energy import EnergyEstimate, EnergyModel, energy_model, estimate
+from hybridai.core import registry
+from hybridai.core.contracts import ChipCompiler
+from hybridai.core.errors import ShapeError, invalid
+from hybridai.core.text_table import format_table
+from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork
+from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, energy_model, estimate
 
 
 def deploy(
@@ -40,26 +40,16 @@ def deploy(
     """
     if not isinstance(model, nn.Module):
         raise invalid("model", type(model).__name__, "a trained torch.nn.Module (an nn.Sequential)")
-    chip = backends.get(backend, domain="spiking", **options)
-    if not isinstance(chip, NeuromorphicBackend):
-        chips = sorted(i.name for i in backends.available() if _is_neuromorphic(i.name))
-        raise invalid("backend", backend, f"a neuromorphic backend: one of {chips}")
+    chip = registry.get(backend, ChipCompiler, **options)
     compiled = chip.compile(model, calibration=calibration)
     return Deployment(model, chip, compiled, energy_model(chip.family, energy))
-
-
-def _is_neuromorphic(family: str) -> bool:
-    try:
-        return issubclass(backends.registry.backend_class(family), NeuromorphicBackend)
-    except Exception:  # a plugin that fails to load is simply not listed here
-        return False
 
 
 class Deployment:
     """A model compiled for a chip: ``run(x)`` gives the chip's outputs, ``report(x, labels)`` the comparison."""
 
     def __init__(
-        self, model: nn.Module, backend: NeuromorphicBackend, compiled: CompiledNetwork, energy: EnergyModel | None
+        self, model: nn.Module, backend: ChipCompiler, compiled: CompiledNetwork, energy: EnergyModel | None
     ) -> None:
         self.model = model
         self.backend = backend

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import invalid
-from .activity import ChipRun
+from hybridai.core.errors import invalid
+from hybridai.neuromorphic.activity import ChipRun
 
 DAVIES_2018 = (
     'Davies et al., "Loihi: A Neuromorphic Manycore Processor with On-Chip Learning", '

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from ..errors import ShapeError, invalid
+from hybridai.core.errors import ShapeError, invalid, positive_int
 
 
 def dense_macs(model: nn.Module, input_shape: tuple[int, ...]) -> int:
@@ -19,8 +19,10 @@ def dense_macs(model: nn.Module, input_shape: tuple[int, ...]) -> int:
     """
     if not isinstance(model, nn.Module):
         raise invalid("model", type(model).__name__, "a torch.nn.Module")
-    if not isinstance(input_shape, tuple | list) or not all(isinstance(d, int) and d > 0 for d in input_shape):
+    if not isinstance(input_shape, tuple | list):
         raise invalid("input_shape", input_shape, "a tuple of positive ints, the per-sample shape")
+    for i, size in enumerate(input_shape):
+        positive_int(f"input_shape[{i}]", size)
     total = 0
 
     def hook(module: nn.Module, _inputs: tuple, output: torch.Tensor) -> None:

@@ -1,14 +1,14 @@
 """Quantum layers and kernels."""
 
-from .kernel import IQPFeatureMap, QuantumKernel, psd_repair, target_alignment
-from .layer import QuantumLayer
+from hybridai.quantum.kernel import IQPFeatureMap, QuantumKernel, psd_repair, target_alignment
+from hybridai.quantum.layer import QuantumLayer
 
 _ESTIMATORS = ("QSVC", "QSVR", "QuantumKernelRidge")  # scikit-learn classes: imported on first use
 
 
 def __getattr__(name: str):
     if name in _ESTIMATORS:
-        from . import estimators
+        from hybridai.quantum import estimators
 
         return getattr(estimators, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,8 +20,8 @@ from sklearn.svm import SVC, SVR
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..errors import ShapeError, invalid
-from .kernel import DEFAULT_MAX_QUBITS, IQPFeatureMap, QuantumKernel
+from hybridai.core.errors import ShapeError, invalid
+from hybridai.quantum.kernel import DEFAULT_MAX_QUBITS, IQPFeatureMap, QuantumKernel
 
 
 class _QuantumKernelEstimator(BaseEstimator):

@@ -21,7 +21,7 @@ Two ways to compute them, chosen from the backend's capabilities (``method="auto
 Everything stays a torch graph: ``matrix`` is differentiable in the inputs and in the feature
 map's trainable parameters (on backends that differentiate what is measured). Under
 ``torch.autocast`` ``matrix`` computes in float64 (float32 on complex64 backends) and returns
-float32, or float64 for float64 inputs (see ``hybridai.precision``).
+float32, or float64 for float64 inputs (see ``hybridai.core.precision``).
 """
 
 from __future__ import annotations
@@ -32,10 +32,19 @@ from typing import Any
 
 import torch
 
-from ..errors import ConfigError, HybridAIError, ShapeError, UnsupportedOperationError, invalid, positive_int
-from ..module import HybridModule
-from ..precision import keeps_precision, quantum_dtype
-from .weights import WeightInit, check_weight_shapes, register_weights
+from hybridai.core.errors import (
+    ConfigError,
+    HybridAIError,
+    ShapeError,
+    UnsupportedOperationError,
+    invalid,
+    positive_int,
+)
+from hybridai.core.precision import keeps_precision, quantum_dtype
+from hybridai.quantum.execution import check_mitigation
+from hybridai.quantum.mitigation.folding import inverse
+from hybridai.quantum.module import QuantumModule
+from hybridai.quantum.weights import WeightInit, check_weight_shapes, register_weights
 
 KINDS = ("fidelity", "projected")
 METHODS = ("auto", "statevector", "compute-uncompute")
@@ -101,7 +110,7 @@ def as_samples(argument: str, value: Any, dtype: torch.dtype | None = None) -> t
     return value
 
 
-class QuantumKernel(HybridModule):
+class QuantumKernel(QuantumModule):
     """A quantum kernel from a PennyLane feature map; see the module docstring.
 
     Args:
@@ -113,7 +122,7 @@ class QuantumKernel(HybridModule):
         gamma: RBF width of the projected kernel (1 / squared Frobenius distance units).
         backend: quantum backend name (default ``pennylane:default.qubit``).
         shots: ``None`` (exact) or the shots per circuit; shots imply compute-uncompute.
-        mitigation: ``hybridai.ZNE(...)`` on noisy Qiskit backends (compute-uncompute circuits are folded).
+        mitigation: ``hybridai.ZNE(...)`` on a backend with noise or shots (compute-uncompute circuits are folded).
         method: ``"auto"``, ``"statevector"`` or ``"compute-uncompute"`` (see module docstring).
         diff_method: gradient method, one of the backend's ``capabilities.diff_methods``.
         init: initialiser of every parameter (or ``{name: initialiser}``); default uniform [0, 2*pi).
@@ -122,9 +131,6 @@ class QuantumKernel(HybridModule):
         progress: show a tqdm bar over blocks; ``None`` shows it when there is more than one block.
         **backend_options: passed to the backend (``seed=...`` for reproducible shots).
     """
-
-    domain = "quantum"
-    default_backend = "statevector"
 
     def __init__(
         self,
@@ -154,8 +160,6 @@ class QuantumKernel(HybridModule):
             raise invalid("method", method, f"one of {METHODS}")
         if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not math.isfinite(gamma) or gamma <= 0:
             raise invalid("gamma", gamma, "a positive finite float")
-        if mitigation is not None:
-            backend_options["mitigation"] = mitigation  # ZNE on the noisy Qiskit backends
         if progress is not None and not isinstance(progress, bool):
             raise invalid("progress", progress, "None, True or False")
         self.feature_map = feature_map
@@ -163,7 +167,6 @@ class QuantumKernel(HybridModule):
         self.kind = kind
         self.gamma = float(gamma)
         self.shots = None if shots is None else positive_int("shots", shots)
-        self.mitigation = mitigation
         self.n_features = None if n_features is None else positive_int("n_features", n_features)
         self.block_size = positive_int("block_size", block_size)
         self.progress = progress
@@ -176,16 +179,12 @@ class QuantumKernel(HybridModule):
         if caps.max_qubits is not None and self.n_qubits > caps.max_qubits:
             raise invalid("n_qubits", n_qubits, f"at most {caps.max_qubits} on backend {self.backend!r}")
         self.diff_method = diff_method
+        self.mitigation = check_mitigation(self.resolved_backend, mitigation)
         self._method = method
         self._stateless_backend: str | None = None  # an exact backend found unable to return qml.state()
         self.method  # noqa: B018  (validates method against the backend now, not at the first call)
 
     # ----------------------------------------------------------------- configuration
-
-    @property
-    def wires(self) -> list[int]:
-        """The wires ``0 .. n_qubits-1``."""
-        return list(range(self.n_qubits))
 
     @property
     def method(self) -> str:
@@ -201,10 +200,6 @@ class QuantumKernel(HybridModule):
                 "accepted: method='auto' or 'compute-uncompute'"
             )
         return self._method
-
-    def weight_tensors(self, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
-        """The trainable parameters by name, cast to ``dtype`` (autograd flows through the cast)."""
-        return {n: getattr(self, n) if dtype is None else getattr(self, n).to(dtype) for n in self.weight_shapes}
 
     # ----------------------------------------------------------------- circuits
 
@@ -228,9 +223,6 @@ class QuantumKernel(HybridModule):
                 f"feature_map uses wires {bad}; accepted: wires 0..{self.n_qubits - 1} (n_qubits={self.n_qubits})"
             )
         return list(tape.operations)
-
-    def _execute(self, tapes: list[Any]) -> list[Any]:
-        return self.resolved_backend.execute(tapes, wires=self.wires, diff_method=self.diff_method)
 
     @staticmethod
     def _rows(result: Any, tape: Any, n: int) -> torch.Tensor:
@@ -259,7 +251,7 @@ class QuantumKernel(HybridModule):
                 "with backprop (pennylane:default.qubit, statevector), method='compute-uncompute', or inputs "
                 "and parameters that need no gradient (torch.no_grad())"
             )
-        (result,) = self._execute([tape])
+        (result,) = self.run([tape])
         states = self._rows(result, tape, x.shape[0])
         if states.shape != (x.shape[0], 2**self.n_qubits):
             raise ConfigError(
@@ -287,7 +279,7 @@ class QuantumKernel(HybridModule):
         paulis = [qml.PauliX, qml.PauliY, qml.PauliZ]
         measurements = [qml.expval(p(q)) for q in self.wires for p in paulis]
         tape = qml.tape.QuantumScript(self.operations(x), measurements, shots=self.shots)
-        (result,) = self._execute([tape])
+        (result,) = self.run([tape])
         columns = [self._rows(r, tape, n) for r in result]
         return torch.stack(columns, -1).reshape(n, self.n_qubits, 3).to(dtype=x.dtype, device=x.device)
 
@@ -381,11 +373,11 @@ class QuantumKernel(HybridModule):
         tapes = []
         for start in range(0, rows.numel(), self.block_size):
             r, c = rows[start : start + self.block_size], cols[start : start + self.block_size]
-            ops = self.operations(X[r]) + [qml.adjoint(op) for op in reversed(self.operations(other[c]))]
+            ops = self.operations(X[r]) + [inverse(op) for op in reversed(self.operations(other[c]))]
             tapes.append(qml.tape.QuantumScript(ops, [qml.probs(wires=self.wires)], shots=self.shots))
         values = []
         if tapes:
-            results = self._execute(tapes)  # every pair in ONE backend call
+            results = self.run(tapes)  # every pair in ONE backend call
             for tape, result, start in zip(tapes, results, range(0, rows.numel(), self.block_size), strict=True):
                 size = min(self.block_size, rows.numel() - start)
                 values.append(self._rows(result, tape, size)[:, 0])

@@ -6,7 +6,7 @@ and hands the tape to its quantum backend. Inputs ``[B, F]`` (or ``[F]``) give o
 ``[B, n_outputs]`` (or ``[n_outputs]``) in the input's dtype and on its device.
 Inside ``qfunc`` index features as ``inputs[..., i]`` so that batches broadcast.
 
-Under ``torch.autocast`` the layer keeps its own precision (``hybridai.precision``): autocast
+Under ``torch.autocast`` the layer keeps its own precision (``hybridai.core.precision``): autocast
 is off inside it, the circuit runs in float64/complex128 (float32 when the backend simulates
 in complex64) and the outputs come back in float32 (float64 for float64 inputs), never in
 bf16/fp16; the next classical layer casts them down as autocast does.
@@ -19,15 +19,16 @@ from typing import Any
 
 import torch
 
-from ..errors import ConfigError, HybridAIError, ShapeError, invalid, positive_int
-from ..module import HybridModule
-from ..precision import keeps_precision, quantum_dtype
-from .weights import WeightInit, check_weight_shapes, register_weights
+from hybridai.core.errors import ConfigError, HybridAIError, ShapeError, invalid, positive_int
+from hybridai.core.precision import keeps_precision, quantum_dtype
+from hybridai.quantum.execution import check_mitigation
+from hybridai.quantum.module import QuantumModule
+from hybridai.quantum.weights import WeightInit, check_weight_shapes, register_weights
 
 MEASUREMENTS = ("ExpectationMP", "VarianceMP", "ProbabilityMP")
 
 
-class QuantumLayer(HybridModule):
+class QuantumLayer(QuantumModule):
     """A trainable quantum circuit; see the module docstring.
 
     Args:
@@ -41,12 +42,10 @@ class QuantumLayer(HybridModule):
         init: initialiser applied in place to every weight (or ``{name: initialiser}``);
             default uniform angles in [0, 2*pi).
         n_inputs: expected input width; learnt from the first batch when ``None``.
-        mitigation: ``hybridai.ZNE(...)`` on noisy Qiskit backends (``aer:...``, ``ibm:...``).
+        mitigation: ``hybridai.ZNE(...)`` on any backend with noise or shots (``aer:...``, ``ibm:...``,
+            ``pennylane:default.mixed``, a plugin), applied around the backend.
         **backend_options: passed to the backend (``seed=...`` for example).
     """
-
-    domain = "quantum"
-    default_backend = "statevector"
 
     def __init__(
         self,
@@ -63,8 +62,6 @@ class QuantumLayer(HybridModule):
         **backend_options: Any,
     ) -> None:
         super().__init__()
-        if mitigation is not None:
-            backend_options["mitigation"] = mitigation
         if not callable(qfunc):
             raise invalid("qfunc", qfunc, "a PennyLane quantum function qfunc(inputs, **weights)")
         self.qfunc = qfunc
@@ -79,14 +76,7 @@ class QuantumLayer(HybridModule):
         if diff_method not in accepted:
             raise invalid("diff_method", diff_method, f"one of {accepted} on backend {self.backend!r}")
         self.diff_method = diff_method
-
-    @property
-    def wires(self) -> list[int]:
-        return list(range(self.n_qubits))
-
-    def weight_tensors(self, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
-        """The weight tensors by name, cast to ``dtype`` (autograd flows through the cast)."""
-        return {n: getattr(self, n) if dtype is None else getattr(self, n).to(dtype) for n in self.weight_shapes}
+        self.mitigation = check_mitigation(self.resolved_backend, mitigation)
 
     def _check_inputs(self, inputs: Any) -> torch.Tensor:
         if not torch.is_tensor(inputs):
@@ -139,7 +129,7 @@ class QuantumLayer(HybridModule):
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         batch = self._check_inputs(inputs)
         tape = self.tape(batch)
-        (result,) = self.resolved_backend.execute([tape], wires=self.wires, diff_method=self.diff_method)
+        (result,) = self.run([tape])
         parts = result if isinstance(result, tuple | list) else (result,)
         size = batch.shape[0]
         columns = []
@@ -150,17 +140,6 @@ class QuantumLayer(HybridModule):
         self.n_inputs = batch.shape[1]
         self.n_outputs = out.shape[1]
         return out if inputs.ndim == 2 else out.squeeze(0)
-
-    @property
-    def last_mitigation(self) -> Any:
-        """The ``ZNEResult`` of the last forward pass (noisy values per scale factor), if any."""
-        return getattr(self.resolved_backend, "last_zne", None)
-
-    @property
-    def execution_stats(self) -> dict[str, int] | None:
-        """Primitive calls and circuits of the last forward pass, on backends that count them."""
-        stats = getattr(self.resolved_backend, "last_step", None)
-        return dict(stats) if stats is not None else None
 
     def size_description(self) -> str:
         return f"{self.n_qubits} qubits"

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import ConfigError, invalid
+from hybridai.core.errors import ConfigError, HybridAIError, invalid, positive_int
 
 WeightInit = Callable[[torch.Tensor], Any]
 
@@ -47,17 +47,22 @@ def check_weight_shapes(
             )
         if hasattr(module, name):
             raise invalid("weight_shapes", name, "names that are not attributes of torch.nn.Module")
-        if isinstance(shape, int) and not isinstance(shape, bool):
-            shape = (shape,)
-        if not isinstance(shape, tuple | list) or any(
-            isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape
-        ):
-            raise invalid(f"weight_shapes[{name!r}]", shape, "a positive int or a tuple of positive ints")
-        shapes[name] = tuple(shape)
+        shapes[name] = _shape(f"weight_shapes[{name!r}]", shape)
     missing = [p.name for p in named if p.default is p.empty and p.name not in shapes]
     if missing:
         raise ConfigError(f"weight_shapes={dict(weight_shapes)!r} lacks the {role} argument(s) {missing}")
     return shapes
+
+
+def _shape(argument: str, shape: Any) -> tuple[int, ...]:
+    """``shape`` (a positive int, or a tuple or list of them) as a tuple, else a ConfigError naming ``argument``."""
+    dims = (shape,) if isinstance(shape, int) and not isinstance(shape, bool) else shape
+    if isinstance(dims, tuple | list):
+        try:
+            return tuple(positive_int(argument, d) for d in dims)
+        except HybridAIError:
+            pass
+    raise invalid(argument, shape, "a positive int or a tuple of positive ints")
 
 
 def register_weights(

@@ -1,10 +1,12 @@
-"""Spiking layers (LIF, CUBA), encoders, decoders, adapters, event-camera data and NIR.
+"""Spiking layers (LIF, CUBA), surrogate gradients, encoders, decoders and adapters.
 
-Spiking tensors are time-major ``[T, B, ...]``. Event-camera tools are in ``hybridai.events``;
-NIR export and import in ``hybridai.spiking.nir`` (``to_nir``, ``from_nir``).
+Spiking tensors are time-major ``[T, B, ...]``. Event-camera data (arrays, binning into time
+steps, a synthetic camera, HDF5 storage) is in ``hybridai.events``; NIR export and import in
+``hybridai.spiking.nir`` (``to_nir``, ``from_nir``); the one lowering of trained models that NIR
+export and the chip compilers share in ``hybridai.spiking.graph``.
 """
 
-from .encoding import (
+from hybridai.spiking.encoding import (
     DeltaEncoder,
     LatencyEncoder,
     MembraneDecoder,
@@ -14,8 +16,8 @@ from .encoding import (
     SpikeCountDecoder,
     TimeDistributed,
 )
-from .neurons import CUBA, LIF
-from .surrogate import ATan, FastSigmoid, Surrogate
+from hybridai.spiking.neurons import CUBA, LIF
+from hybridai.spiking.surrogate import ATan, FastSigmoid, Surrogate
 
 __all__ = [
     "CUBA",

@@ -20,9 +20,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import ConfigError, ShapeError, invalid, positive_int
-from ..module import HybridModule
-from .neurons import check_time_major
+from hybridai.core.errors import ConfigError, ShapeError, bounded_int, invalid, positive_int
+from hybridai.core.module import HybridModule
+from hybridai.spiking.neurons import check_time_major
 
 
 def _finite_number(argument: str, value: Any, *, positive: bool = False) -> float:
@@ -80,9 +80,7 @@ class RateEncoder(_Encoder):
         super().__init__()
         self.num_steps = positive_int("num_steps", num_steps)
         self.gain = _finite_number("gain", gain, positive=True)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise invalid("seed", seed, "an int")
-        self.seed = seed
+        self.seed = bounded_int("seed", seed)
         self.clamp = bool(clamp)
         self._generators: dict[str, torch.Generator] = {}
 

@@ -11,11 +11,11 @@ that is returned as the membrane output) and, only when the synaptic decay ``alp
 learnt, the synaptic-current trace ``I``. Surrogate derivatives and reset masks are
 recomputed from ``U`` step by step while the slice is hot in cache.
 
-Checkpointing (``chunk_steps=K``): the T steps run as chunks of K steps (the last one shorter
-when K does not divide T). Forward keeps no trace, only the input ``x`` and the state before
-each chunk (``ceil(T/K)`` states); backward recomputes one chunk's traces into a K-step
+Recomputation (``recompute_steps=K``): the T steps run as chunks of K steps (the last one
+shorter when K does not divide T). Forward keeps no trace, only the input ``x`` and the state
+before each chunk (``ceil(T/K)`` states); backward recomputes one chunk's traces into a K-step
 buffer and runs that chunk's adjoint, last chunk first. The recomputation repeats the
-forward arithmetic exactly, so outputs and gradients are bit-identical to the unchunked
+forward arithmetic exactly, so outputs and gradients are bit-identical to the single-chunk
 pass; backward stays O(T) (one extra forward pass) and no [T, ...] trace is ever allocated
 unless the membrane is an output.
 
@@ -30,16 +30,18 @@ operation, so spikes are bit-identical for the same inputs and parameters:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from .surrogate import Surrogate
+from hybridai.spiking.surrogate import Surrogate
 
 
-def _chunks(steps: int, chunk_steps: int | None) -> list[tuple[int, int]]:
-    """``(start, stop)`` of each chunk of ``chunk_steps`` time steps (one chunk when ``None``)."""
-    size = steps if chunk_steps is None else chunk_steps
+def _chunks(steps: int, recompute_steps: int | None) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each chunk of ``recompute_steps`` time steps (one chunk when ``None``)."""
+    size = steps if recompute_steps is None else recompute_steps
     return [(start, min(start + size, steps)) for start in range(0, steps, size)]
 
 
@@ -48,6 +50,11 @@ def _accumulate(total: torch.Tensor | None, term: torch.Tensor, sign: int = 1) -
     if total is None:
         return term.clone() if sign == 1 else -term
     return total.add_(term, alpha=sign)
+
+
+def _reduced(total: torch.Tensor | None, parameter: torch.Tensor) -> torch.Tensor:
+    """An accumulated gradient summed to ``parameter``'s shape; zeros when no step contributed."""
+    return torch.zeros_like(parameter) if total is None else total.sum_to_size(parameter.shape)
 
 
 def _surrogate_term(
@@ -62,6 +69,147 @@ def _surrogate_term(
 
 def _steps_of(tensor: torch.Tensor | None, start: int, stop: int) -> tuple[torch.Tensor, ...] | None:
     return tensor[start:stop].unbind(0) if tensor is not None else None
+
+
+@dataclass
+class _Buffers:
+    """What a fused forward pass writes into.
+
+    ``mem`` holds all T steps (``full``) or, when the membrane is recomputed in backward and is
+    not an output, one chunk's worth of scratch; ``boundaries`` holds the state before each
+    chunk (only when there is more than one chunk).
+    """
+
+    chunks: list[tuple[int, int]]
+    spikes: torch.Tensor
+    mem: torch.Tensor
+    boundaries: torch.Tensor | None
+    full: bool
+
+    @property
+    def recompute(self) -> bool:
+        return len(self.chunks) > 1
+
+    def trace(self, start: int, stop: int) -> torch.Tensor:
+        """Where the membrane of steps ``start:stop`` goes."""
+        return self.mem[start:stop] if self.full else self.mem[: stop - start]
+
+
+def _allocate(
+    x: torch.Tensor, recompute_steps: int | None, keep_trace: bool, boundary_shape: tuple[int, ...]
+) -> _Buffers:
+    """Output and scratch tensors for ``x`` ``[T, B, ...]``; ``boundary_shape`` is one chunk-boundary state."""
+    chunks = _chunks(x.shape[0], recompute_steps)
+    recompute = len(chunks) > 1
+    spikes = torch.empty_like(x, memory_format=torch.contiguous_format)
+    full = keep_trace or not recompute
+    mem = torch.empty_like(spikes) if full else spikes.new_empty((recompute_steps, *x.shape[1:]))
+    boundaries = spikes.new_empty((len(chunks), *boundary_shape)) if recompute else None
+    return _Buffers(chunks, spikes, mem, boundaries, full)
+
+
+def _finish_forward(
+    ctx: Any, buffers: _Buffers, reset_to_zero: bool, surrogate: Surrogate, last: torch.Tensor
+) -> torch.Tensor:
+    """Record on ``ctx`` what backward needs besides the saved tensors; return the membrane output.
+
+    The membrane output is the whole trace, or an empty tensor when only one chunk's scratch was
+    kept. It and ``last`` carry no gradient then (one ``mark_non_differentiable`` call: a second
+    one would replace the first).
+    """
+    ctx.reset_to_zero, ctx.surrogate = reset_to_zero, surrogate
+    ctx.chunks, ctx.recompute, ctx.state_shape = buffers.chunks, buffers.recompute, tuple(buffers.spikes.shape[1:])
+    ctx.set_materialize_grads(False)
+    if buffers.full:
+        ctx.mark_non_differentiable(last)
+        return buffers.mem
+    mem = buffers.spikes.new_empty(0)
+    ctx.mark_non_differentiable(mem, last)
+    return mem
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """One chunk's forward values, as the adjoint reads them: ``U_t`` (and ``I_t``) per step and the state before."""
+
+    start: int
+    stop: int
+    mems: tuple[torch.Tensor, ...]
+    before: torch.Tensor
+    syns: tuple[torch.Tensor, ...] | None = None
+    syn_before: torch.Tensor | None = None
+
+    def previous_mem(self, t: int) -> torch.Tensor:
+        return self.mems[t - 1] if t > 0 else self.before
+
+    def previous_syn(self, t: int) -> torch.Tensor:
+        return self.syns[t - 1] if t > 0 else self.syn_before
+
+
+class _Adjoint:
+    """The backward recurrence shared by LIF and CUBA, run chunk by chunk from the last step to the first.
+
+    Holds what carries from step ``t`` to step ``t - 1``: the gradient flowing back through the
+    membrane decay (``carry_mem``) and the parameter-gradient sums. Subclasses add their
+    synapse and parameters in ``step``.
+    """
+
+    def __init__(
+        self,
+        ctx: Any,
+        threshold: torch.Tensor,
+        need_threshold: bool,
+        grad_spikes: torch.Tensor | None,
+        grad_mem: torch.Tensor | None,
+        like: torch.Tensor,
+    ) -> None:
+        self.surrogate, self.zero = ctx.surrogate, ctx.reset_to_zero
+        self.threshold, self.need_threshold = threshold, need_threshold
+        self.grad_spikes, self.grad_mem = grad_spikes, grad_mem
+        self.grad_x = like.new_empty((ctx.chunks[-1][1], *ctx.state_shape))  # dL/dx_t
+        self.grad_threshold: torch.Tensor | None = None
+        self.carry_mem: torch.Tensor | None = None  # dL/dU_{t+1} times dU_{t+1}/dU_t
+
+    def run(self, chunk: _Chunk) -> None:
+        """The adjoint over one chunk's steps, last step first."""
+        grad_spike_steps = _steps_of(self.grad_spikes, chunk.start, chunk.stop)
+        grad_mem_steps = _steps_of(self.grad_mem, chunk.start, chunk.stop)
+        grad_x_steps = self.grad_x[chunk.start : chunk.stop].unbind(0)
+        for t in range(chunk.stop - chunk.start - 1, -1, -1):
+            grad_spike = grad_spike_steps[t] if grad_spike_steps is not None else None
+            grad_mem = grad_mem_steps[t] if grad_mem_steps is not None else None
+            self.step(chunk, t, grad_spike, grad_mem, grad_x_steps[t])
+
+    def step(
+        self,
+        chunk: _Chunk,
+        t: int,
+        grad_spike: torch.Tensor | None,
+        grad_mem: torch.Tensor | None,
+        grad_x: torch.Tensor,
+    ) -> None:
+        raise NotImplementedError
+
+    def membrane_gradient(
+        self, out: torch.Tensor, mem_t: torch.Tensor, grad_spike: torch.Tensor | None, grad_mem: torch.Tensor | None
+    ) -> torch.Tensor:
+        """``out = dL/dU_t``: the spike output's surrogate term, the membrane output's gradient and the carry."""
+        if grad_spike is not None:
+            _surrogate_term(self.surrogate, mem_t, self.threshold, grad_spike, out=out)
+            if self.need_threshold:
+                self.grad_threshold = _accumulate(self.grad_threshold, out, sign=-1)
+        else:
+            out.zero_()
+        if grad_mem is not None:
+            out.add_(grad_mem)
+        if self.carry_mem is not None:
+            out.add_(self.carry_mem)
+        return out
+
+    def previous(self, chunk: _Chunk, t: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``U_{t-1}`` and, when a reset or the threshold gradient needs it, the spike ``r_t`` it gave."""
+        previous = chunk.previous_mem(t)
+        return previous, previous > self.threshold if (self.zero or self.need_threshold) else None
 
 
 def _lif_run(
@@ -91,11 +239,58 @@ def _lif_run(
         previous, previous_spike = mem_t, spike_t
 
 
+def _lif_chunks(
+    ctx: Any, saved: tuple[torch.Tensor, ...], beta: torch.Tensor, threshold: torch.Tensor
+) -> Iterator[_Chunk]:
+    """The chunks' membrane traces, last chunk first: the saved trace, or each chunk recomputed from the input."""
+    if not ctx.recompute:
+        mem, mem0 = saved
+        start, stop = ctx.chunks[0]
+        yield _Chunk(start, stop, mem.unbind(0), mem0)
+        return
+    x, boundaries = saved
+    scratch, scratch_spikes = x.new_empty((2, ctx.chunks[0][1], *ctx.state_shape)).unbind(0)
+    for index in range(len(ctx.chunks) - 1, -1, -1):
+        start, stop = ctx.chunks[index]
+        trace, before = scratch[: stop - start], boundaries[index]
+        _lif_run(x[start:stop], trace, scratch_spikes[: stop - start], before, beta, threshold, ctx.reset_to_zero)
+        yield _Chunk(start, stop, trace.unbind(0), before)
+
+
+class _LIFAdjoint(_Adjoint):
+    """dL/dU_t of LIF; it is also dL/dx_t, so it is computed in place in ``grad_x``."""
+
+    def __init__(self, ctx: Any, beta: torch.Tensor, threshold: torch.Tensor, *grads: Any) -> None:
+        need_beta, need_threshold = ctx.needs_input_grad[1:3]
+        super().__init__(ctx, threshold, need_threshold, *grads)
+        self.beta, self.need_beta = beta, need_beta
+        self.grad_beta: torch.Tensor | None = None
+
+    def step(
+        self,
+        chunk: _Chunk,
+        t: int,
+        grad_spike: torch.Tensor | None,
+        grad_mem: torch.Tensor | None,
+        grad_x: torch.Tensor,
+    ) -> None:
+        grad_u = self.membrane_gradient(grad_x, chunk.mems[t], grad_spike, grad_mem)
+        previous, previous_spike = self.previous(chunk, t)
+        if self.need_threshold and not self.zero:
+            self.grad_threshold = _accumulate(self.grad_threshold, grad_u * previous_spike, sign=-1)
+        if self.need_beta:
+            previous_kept = previous * previous_spike.logical_not() if self.zero else previous
+            self.grad_beta = _accumulate(self.grad_beta, grad_u * previous_kept)
+        self.carry_mem = grad_u * self.beta
+        if self.zero:
+            self.carry_mem.mul_(previous_spike.logical_not())
+
+
 class LIFFunction(torch.autograd.Function):
     """Fused LIF: ``(x, beta, threshold, mem0) -> (spikes, mem, last)``.
 
     ``spikes`` and ``mem`` are ``[T, B, ...]``; ``last`` is the final membrane ``[B, ...]`` (no
-    gradient). With ``chunk_steps`` and ``keep_trace=False``, ``mem`` is an empty tensor.
+    gradient). With ``recompute_steps`` and ``keep_trace=False``, ``mem`` is an empty tensor.
     """
 
     @staticmethod
@@ -107,88 +302,38 @@ class LIFFunction(torch.autograd.Function):
         mem0: torch.Tensor,
         reset_to_zero: bool,
         surrogate: Surrogate,
-        chunk_steps: int | None = None,
+        recompute_steps: int | None = None,
         keep_trace: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        steps, state_shape = x.shape[0], tuple(x.shape[1:])
-        chunks = _chunks(steps, chunk_steps)
-        checkpointed = len(chunks) > 1
-        spikes = torch.empty_like(x, memory_format=torch.contiguous_format)
-        full = keep_trace or not checkpointed
-        mem = torch.empty_like(spikes) if full else spikes.new_empty((chunk_steps, *state_shape))
-        boundaries = spikes.new_empty((len(chunks), *state_shape)) if checkpointed else None
+        state_shape = tuple(x.shape[1:])
+        buffers = _allocate(x, recompute_steps, keep_trace, state_shape)
         before = mem0
-        for index, (start, stop) in enumerate(chunks):
-            if boundaries is not None:
-                before = boundaries[index].copy_(before)
-            trace = mem[start:stop] if full else mem[: stop - start]
-            _lif_run(x[start:stop], trace, spikes[start:stop], before, beta, threshold, reset_to_zero)
+        for index, (start, stop) in enumerate(buffers.chunks):
+            if buffers.boundaries is not None:
+                before = buffers.boundaries[index].copy_(before)
+            trace = buffers.trace(start, stop)
+            _lif_run(x[start:stop], trace, buffers.spikes[start:stop], before, beta, threshold, reset_to_zero)
             before = trace[-1]
         last = before.clone()
-        ctx.reset_to_zero, ctx.surrogate, ctx.chunks, ctx.state_shape = reset_to_zero, surrogate, chunks, state_shape
-        ctx.checkpointed = checkpointed
-        if checkpointed:
-            ctx.save_for_backward(x, boundaries, beta, threshold)
+        if buffers.recompute:
+            ctx.save_for_backward(x, buffers.boundaries, beta, threshold)
         else:
-            ctx.save_for_backward(mem, mem0, beta, threshold)
-        ctx.set_materialize_grads(False)
-        if not full:
-            mem = spikes.new_empty(0)
-            ctx.mark_non_differentiable(mem)
-        ctx.mark_non_differentiable(last)
-        return spikes, mem, last
+            ctx.save_for_backward(buffers.mem, mem0, beta, threshold)
+        mem = _finish_forward(ctx, buffers, reset_to_zero, surrogate, last)
+        return buffers.spikes, mem, last
 
     @staticmethod
     def backward(ctx: Any, grad_spikes: torch.Tensor | None, grad_mem: torch.Tensor | None, _: Any) -> tuple:
         need_x, need_beta, need_threshold, need_mem0 = ctx.needs_input_grad[:4]
-        zero = ctx.reset_to_zero
-        if ctx.checkpointed:
-            x, boundaries, beta, threshold = ctx.saved_tensors
-            size = ctx.chunks[0][1]
-            scratch, scratch_spikes = x.new_empty((2, size, *ctx.state_shape)).unbind(0)
-        else:
-            mem, mem0, beta, threshold = ctx.saved_tensors
-        grad_x = (x if ctx.checkpointed else mem).new_empty((ctx.chunks[-1][1], *ctx.state_shape))
-        grad_beta = grad_threshold = None
-        carry = None  # dL/dU_{t+1} times dU_{t+1}/dU_t
-        for index in range(len(ctx.chunks) - 1, -1, -1):
-            start, stop = ctx.chunks[index]
-            if ctx.checkpointed:  # recompute this chunk's membrane trace
-                trace, before = scratch[: stop - start], boundaries[index]
-                _lif_run(x[start:stop], trace, scratch_spikes[: stop - start], before, beta, threshold, zero)
-            else:
-                trace, before = mem, mem0
-            mems = trace.unbind(0)
-            grad_spike_steps = _steps_of(grad_spikes, start, stop)
-            grad_mem_steps = _steps_of(grad_mem, start, stop)
-            grad_x_steps = grad_x[start:stop].unbind(0)
-            for t in range(stop - start - 1, -1, -1):
-                grad_t = grad_x_steps[t]  # becomes dL/dU_t, which is dL/dx_t
-                if grad_spike_steps is not None:
-                    _surrogate_term(ctx.surrogate, mems[t], threshold, grad_spike_steps[t], out=grad_t)
-                    if need_threshold:
-                        grad_threshold = _accumulate(grad_threshold, grad_t, sign=-1)
-                else:
-                    grad_t.zero_()
-                if grad_mem_steps is not None:
-                    grad_t.add_(grad_mem_steps[t])
-                if carry is not None:
-                    grad_t.add_(carry)
-                previous = mems[t - 1] if t > 0 else before
-                previous_spike = previous > threshold if (zero or need_threshold) else None
-                if need_threshold and not zero:
-                    grad_threshold = _accumulate(grad_threshold, grad_t * previous_spike, sign=-1)
-                if need_beta:
-                    previous_kept = previous * previous_spike.logical_not() if zero else previous
-                    grad_beta = _accumulate(grad_beta, grad_t * previous_kept)
-                carry = grad_t * beta
-                if zero:
-                    carry.mul_(previous_spike.logical_not())
+        *saved, beta, threshold = ctx.saved_tensors  # (x, boundaries) when recomputing, else (mem, mem0)
+        adjoint = _LIFAdjoint(ctx, beta, threshold, grad_spikes, grad_mem, saved[0])
+        for chunk in _lif_chunks(ctx, saved, beta, threshold):
+            adjoint.run(chunk)
         return (
-            grad_x if need_x else None,
-            grad_beta.sum_to_size(beta.shape) if need_beta else None,
-            grad_threshold.sum_to_size(threshold.shape) if need_threshold else None,
-            carry.sum_to_size(ctx.state_shape) if need_mem0 else None,
+            adjoint.grad_x if need_x else None,
+            _reduced(adjoint.grad_beta, beta) if need_beta else None,
+            _reduced(adjoint.grad_threshold, threshold) if need_threshold else None,
+            adjoint.carry_mem.sum_to_size(ctx.state_shape) if need_mem0 else None,
             None,
             None,
             None,
@@ -227,10 +372,95 @@ def _cuba_run(
     return syn
 
 
+def _cuba_chunks(
+    ctx: Any,
+    saved: tuple[torch.Tensor, ...],
+    alpha: torch.Tensor,
+    beta: torch.Tensor,
+    threshold: torch.Tensor,
+    keep_syn: bool,
+) -> Iterator[_Chunk]:
+    """The chunks' membrane (and, with ``keep_syn``, current) traces, last chunk first, saved or recomputed."""
+    if not ctx.recompute:
+        mem, syn_trace, syn0, mem0 = saved
+        start, stop = ctx.chunks[0]
+        yield _Chunk(start, stop, mem.unbind(0), mem0, syn_trace.unbind(0) if syn_trace is not None else None, syn0)
+        return
+    x, boundaries = saved
+    scratch = x.new_empty((2 + keep_syn, ctx.chunks[0][1], *ctx.state_shape)).unbind(0)
+    for index in range(len(ctx.chunks) - 1, -1, -1):
+        start, stop = ctx.chunks[index]
+        n = stop - start
+        trace, syn_part = scratch[0][:n], scratch[2][:n] if keep_syn else None
+        syn_before, before = boundaries[index].unbind(0)
+        _cuba_run(
+            x[start:stop],
+            trace,
+            scratch[1][:n],
+            syn_part,
+            syn_before,
+            before,
+            alpha,
+            beta,
+            threshold,
+            ctx.reset_to_zero,
+        )
+        syns = syn_part.unbind(0) if syn_part is not None else None
+        yield _Chunk(start, stop, trace.unbind(0), before, syns, syn_before)
+
+
+class _CUBAAdjoint(_Adjoint):
+    """dL/dU_t, dL/dV_t (V = b U_{t-1} + I_t, before the reset) and dL/dI_t of CUBA; dL/dI_t is dL/dx_t."""
+
+    def __init__(
+        self,
+        ctx: Any,
+        alpha: torch.Tensor,
+        beta: torch.Tensor,
+        threshold: torch.Tensor,
+        grad_syn_last: Any,
+        *grads: Any,
+    ) -> None:
+        need_alpha, need_beta, need_threshold = ctx.needs_input_grad[1:4]
+        super().__init__(ctx, threshold, need_threshold, *grads)
+        self.alpha, self.beta, self.need_alpha, self.need_beta = alpha, beta, need_alpha, need_beta
+        self.grad_alpha: torch.Tensor | None = None
+        self.grad_beta: torch.Tensor | None = None
+        self.carry_syn = grad_syn_last  # a * dL/dI_{t+1} (or the gradient of the last current)
+        self.grad_u = self.grad_x.new_empty(ctx.state_shape)
+
+    def step(
+        self,
+        chunk: _Chunk,
+        t: int,
+        grad_spike: torch.Tensor | None,
+        grad_mem: torch.Tensor | None,
+        grad_x: torch.Tensor,
+    ) -> None:
+        grad_u = self.membrane_gradient(self.grad_u, chunk.mems[t], grad_spike, grad_mem)
+        previous, previous_spike = self.previous(chunk, t)
+        if self.zero:
+            grad_v = grad_u * previous_spike.logical_not()
+        else:
+            grad_v = grad_u
+            if self.need_threshold:
+                self.grad_threshold = _accumulate(self.grad_threshold, grad_u * previous_spike, sign=-1)
+        if self.need_beta:
+            self.grad_beta = _accumulate(self.grad_beta, grad_v * previous)
+        grad_i = grad_x
+        grad_i.copy_(grad_v)
+        if self.carry_syn is not None:
+            grad_i.add_(self.carry_syn)
+        if self.need_alpha:
+            self.grad_alpha = _accumulate(self.grad_alpha, grad_i * chunk.previous_syn(t))
+        self.carry_mem = grad_v * self.beta
+        self.carry_syn = grad_i * self.alpha
+
+
 class CUBAFunction(torch.autograd.Function):
     """Fused CUBA: ``(x, alpha, beta, threshold, syn0, mem0) -> (spikes, mem, syn_last, last)``.
 
-    ``last`` is the final membrane (no gradient); ``mem`` is empty with ``chunk_steps`` and
+    ``last`` is the final membrane (no gradient); ``mem`` is empty with ``recompute_steps`` and
     ``keep_trace=False``, as for ``LIFFunction``.
     """
 
@@ -245,43 +475,31 @@ class CUBAFunction(torch.autograd.Function):
         mem0: torch.Tensor,
         reset_to_zero: bool,
         surrogate: Surrogate,
-        chunk_steps: int | None = None,
+        recompute_steps: int | None = None,
         keep_trace: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        steps, state_shape = x.shape[0], tuple(x.shape[1:])
-        chunks = _chunks(steps, chunk_steps)
-        checkpointed = len(chunks) > 1
-        spikes = torch.empty_like(x, memory_format=torch.contiguous_format)
-        full = keep_trace or not checkpointed
-        mem = torch.empty_like(spikes) if full else spikes.new_empty((chunk_steps, *state_shape))
-        keep_syn = ctx.needs_input_grad[1] and not checkpointed
-        syn_trace = torch.empty_like(spikes) if keep_syn else None
-        boundaries = spikes.new_empty((len(chunks), 2, *state_shape)) if checkpointed else None
+        state_shape = tuple(x.shape[1:])
+        buffers = _allocate(x, recompute_steps, keep_trace, (2, *state_shape))
+        keep_syn = ctx.needs_input_grad[1] and not buffers.recompute
+        syn_trace = torch.empty_like(buffers.spikes) if keep_syn else None
         syn, before = syn0, mem0
-        for index, (start, stop) in enumerate(chunks):
-            if boundaries is not None:
-                boundaries[index, 0].copy_(syn)
-                boundaries[index, 1].copy_(before)
-                syn, before = boundaries[index].unbind(0)
-            trace = mem[start:stop] if full else mem[: stop - start]
+        for index, (start, stop) in enumerate(buffers.chunks):
+            if buffers.boundaries is not None:
+                buffers.boundaries[index, 0].copy_(syn)
+                buffers.boundaries[index, 1].copy_(before)
+                syn, before = buffers.boundaries[index].unbind(0)
+            trace = buffers.trace(start, stop)
             syn_part = syn_trace[start:stop] if syn_trace is not None else None
-            syn = _cuba_run(
-                x[start:stop], trace, spikes[start:stop], syn_part, syn, before, alpha, beta, threshold, reset_to_zero
-            )
+            spikes = buffers.spikes[start:stop]
+            syn = _cuba_run(x[start:stop], trace, spikes, syn_part, syn, before, alpha, beta, threshold, reset_to_zero)
             before = trace[-1]
         last = before.clone()
-        ctx.reset_to_zero, ctx.surrogate, ctx.chunks, ctx.state_shape = reset_to_zero, surrogate, chunks, state_shape
-        ctx.checkpointed = checkpointed
-        if checkpointed:
-            ctx.save_for_backward(x, boundaries, alpha, beta, threshold)
+        if buffers.recompute:
+            ctx.save_for_backward(x, buffers.boundaries, alpha, beta, threshold)
         else:
-            ctx.save_for_backward(mem, syn_trace, syn0, mem0, alpha, beta, threshold)
-        ctx.set_materialize_grads(False)
-        if not full:
-            mem = spikes.new_empty(0)
-            ctx.mark_non_differentiable(mem)
-        ctx.mark_non_differentiable(last)
-        return spikes, mem, syn.clone() if keep_syn else syn, last
+            ctx.save_for_backward(buffers.mem, syn_trace, syn0, mem0, alpha, beta, threshold)
+        mem = _finish_forward(ctx, buffers, reset_to_zero, surrogate, last)
+        return buffers.spikes, mem, syn.clone() if keep_syn else syn, last
 
     @staticmethod
     def backward(
@@ -292,72 +510,17 @@ class CUBAFunction(torch.autograd.Function):
         _: Any,
     ) -> tuple:
         need_x, need_alpha, need_beta, need_threshold, need_syn0, need_mem0 = ctx.needs_input_grad[:6]
-        zero = ctx.reset_to_zero
-        if ctx.checkpointed:
-            x, boundaries, alpha, beta, threshold = ctx.saved_tensors
-            size = ctx.chunks[0][1]
-            scratch = x.new_empty((2 + need_alpha, size, *ctx.state_shape)).unbind(0)
-        else:
-            mem, syn_trace, syn0, mem0, alpha, beta, threshold = ctx.saved_tensors
-        like = x if ctx.checkpointed else mem
-        grad_x = like.new_empty((ctx.chunks[-1][1], *ctx.state_shape))  # dL/dI_t, which is dL/dx_t
-        grad_alpha = grad_beta = grad_threshold = None
-        carry_mem = None  # b * dL/dV_{t+1}
-        carry_syn = grad_syn_last  # a * dL/dI_{t+1} (or the gradient of the last current)
-        grad_u = like.new_empty(ctx.state_shape)
-        for index in range(len(ctx.chunks) - 1, -1, -1):
-            start, stop = ctx.chunks[index]
-            if ctx.checkpointed:  # recompute this chunk's traces
-                n = stop - start
-                trace, syn_part = scratch[0][:n], scratch[2][:n] if need_alpha else None
-                syn_before, before = boundaries[index].unbind(0)
-                _cuba_run(
-                    x[start:stop], trace, scratch[1][:n], syn_part, syn_before, before, alpha, beta, threshold, zero
-                )
-            else:
-                trace, syn_part, syn_before, before = mem, syn_trace, syn0, mem0
-            mems = trace.unbind(0)
-            syn_steps = syn_part.unbind(0) if syn_part is not None else None
-            grad_spike_steps = _steps_of(grad_spikes, start, stop)
-            grad_mem_steps = _steps_of(grad_mem, start, stop)
-            grad_x_steps = grad_x[start:stop].unbind(0)
-            for t in range(stop - start - 1, -1, -1):
-                if grad_spike_steps is not None:
-                    _surrogate_term(ctx.surrogate, mems[t], threshold, grad_spike_steps[t], out=grad_u)
-                    if need_threshold:
-                        grad_threshold = _accumulate(grad_threshold, grad_u, sign=-1)
-                else:
-                    grad_u.zero_()
-                if grad_mem_steps is not None:
-                    grad_u.add_(grad_mem_steps[t])
-                if carry_mem is not None:
-                    grad_u.add_(carry_mem)
-                previous = mems[t - 1] if t > 0 else before
-                previous_spike = previous > threshold if (zero or need_threshold) else None
-                if zero:
-                    grad_v = grad_u * previous_spike.logical_not()
-                else:
-                    grad_v = grad_u
-                    if need_threshold:
-                        grad_threshold = _accumulate(grad_threshold, grad_u * previous_spike, sign=-1)
-                if need_beta:
-                    grad_beta = _accumulate(grad_beta, grad_v * previous)
-                grad_i = grad_x_steps[t]
-                grad_i.copy_(grad_v)
-                if carry_syn is not None:
-                    grad_i.add_(carry_syn)
-                if need_alpha:
-                    previous_syn = syn_steps[t - 1] if t > 0 else syn_before
-                    grad_alpha = _accumulate(grad_alpha, grad_i * previous_syn)
-                carry_mem = grad_v * beta
-                carry_syn = grad_i * alpha
+        *saved, alpha, beta, threshold = ctx.saved_tensors  # (x, boundaries) or (mem, syn_trace, syn0, mem0)
+        adjoint = _CUBAAdjoint(ctx, alpha, beta, threshold, grad_syn_last, grad_spikes, grad_mem, saved[0])
+        for chunk in _cuba_chunks(ctx, saved, alpha, beta, threshold, need_alpha):
+            adjoint.run(chunk)
         return (
-            grad_x if need_x else None,
-            grad_alpha.sum_to_size(alpha.shape) if need_alpha else None,
-            grad_beta.sum_to_size(beta.shape) if need_beta else None,
-            grad_threshold.sum_to_size(threshold.shape) if need_threshold else None,
-            carry_syn.sum_to_size(ctx.state_shape) if need_syn0 else None,
-            carry_mem.sum_to_size(ctx.state_shape) if need_mem0 else None,
+            adjoint.grad_x if need_x else None,
+            _reduced(adjoint.grad_alpha, alpha) if need_alpha else None,
+            _reduced(adjoint.grad_beta, beta) if need_beta else None,
+            _reduced(adjoint.grad_threshold, threshold) if need_threshold else None,
+            adjoint.carry_syn.sum_to_size(ctx.state_shape) if need_syn0 else None,
+            adjoint.carry_mem.sum_to_size(ctx.state_shape) if need_mem0 else None,
             None,
             None,
             None,

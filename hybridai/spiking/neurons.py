@@ -6,12 +6,12 @@ gradients to rounding. One time step lasts ``dt`` seconds; ``dt`` only matters w
 layer is exported (NIR) or deployed, where decays become time constants
 ``tau = dt / (1 - beta)``.
 
-Long sequences: ``checkpoint_steps=K`` runs the T steps in chunks of K (gradient
-checkpointing inside the fused node): backward keeps the layer's input and the state at
-chunk boundaries instead of the membrane (and synaptic) traces and recomputes one chunk at
-a time; outputs and gradients are bit-identical.
+Long sequences: ``recompute_steps=K`` recomputes the T steps in chunks of K in backward
+(inside the fused node): backward keeps the layer's input and the state at chunk boundaries
+instead of the membrane (and synaptic) traces and recomputes one chunk at a time; outputs
+and gradients are bit-identical.
 Under ``torch.autocast`` the layers compute in and return float32 (float64 for float64
-inputs; see ``hybridai.precision``): a membrane integrated over many steps in bf16 drifts.
+inputs; see ``hybridai.core.precision``): a membrane integrated over many steps in bf16 drifts.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import ConfigError, ShapeError, invalid
-from ..module import HybridModule
-from ..precision import keeps_precision, spiking_dtype
-from .fused import CUBAFunction, LIFFunction
-from .surrogate import Surrogate, make_surrogate
+from hybridai.core.errors import ConfigError, ShapeError, invalid, optional_int
+from hybridai.core.module import HybridModule
+from hybridai.core.precision import keeps_precision, spiking_dtype
+from hybridai.spiking.fused import CUBAFunction, LIFFunction
+from hybridai.spiking.surrogate import Surrogate, make_surrogate
 
 RESETS = ("subtract", "zero")
 OUTPUTS = ("spikes", "membrane", "both")
@@ -50,12 +50,6 @@ def _parameter_tensor(argument: str, value: Any, low: float | None = None, high:
 def _check_choice(argument: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise invalid(argument, value, f"one of {choices}")
-    return value
-
-
-def _check_checkpoint_steps(value: Any) -> int | None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise invalid("checkpoint_steps", value, "None (no checkpointing) or a positive int (time steps per chunk)")
     return value
 
 
@@ -112,10 +106,10 @@ class _SpikingLayer(HybridModule):
         stateful: bool,
         dt: float,
         backend: str | None,
-        checkpoint_steps: int | None,
+        recompute_steps: int | None,
     ) -> None:
         super().__init__()
-        self.checkpoint_steps = _check_checkpoint_steps(checkpoint_steps)
+        self.recompute_steps = optional_int("recompute_steps", recompute_steps, 1)
         self.reset = _check_choice("reset", reset, RESETS)
         self.output = _check_choice("output", output, OUTPUTS)
         self.surrogate = make_surrogate(surrogate)
@@ -178,8 +172,8 @@ class _SpikingLayer(HybridModule):
         return [p.to(x.dtype) for p in parts]
 
     def _chunking(self) -> tuple[int | None, bool]:
-        """``(chunk_steps, keep_trace)`` for the fused functions: the membrane trace only when it is an output."""
-        return self.checkpoint_steps, self.output != "spikes"
+        """``(recompute_steps, keep_trace)`` for the fused functions: the membrane trace only when it is an output."""
+        return self.recompute_steps, self.output != "spikes"
 
     def _finish(
         self, x: torch.Tensor, spikes: torch.Tensor, mem: torch.Tensor, last_mem: torch.Tensor, final_state: Any
@@ -210,7 +204,7 @@ class _SpikingLayer(HybridModule):
 
         names = [n for n in ("alpha", "beta", "threshold") if hasattr(self, n)]
         extras = ", stateful=True" if self.stateful else ""
-        extras += f", checkpoint_steps={self.checkpoint_steps}" if self.checkpoint_steps else ""
+        extras += f", recompute_steps={self.recompute_steps}" if self.recompute_steps else ""
         return (
             f"{', '.join(show(n) for n in names)}, reset={self.reset!r}, surrogate={self.surrogate!r}, "
             f"output={self.output!r}, dt={self.dt:g}{extras}, backend={self.backend!r}"
@@ -235,10 +229,10 @@ class LIF(_SpikingLayer):
         stateful: carry the final membrane (detached) into the next call; ``reset_state()`` clears it.
         dt: seconds per time step (used by NIR export and deployment).
         backend: spiking backend name, default ``"torch"``.
-        checkpoint_steps: ``None`` (default) or K: gradient checkpointing in chunks of K time
-            steps. Backward keeps the input x and ceil(T/K) states instead of the membrane trace,
-            which is then never allocated (one [T, B, N] tensor less at the peak; two for CUBA
-            with a learnt alpha); each chunk is recomputed once in backward. Outputs and
+        recompute_steps: ``None`` (default) or K: recompute the T steps in chunks of K in
+            backward. Backward keeps the input x and ceil(T/K) states instead of the membrane
+            trace, which is then never allocated (one [T, B, N] tensor less at the peak; two for
+            CUBA with a learnt alpha); each chunk is recomputed once in backward. Outputs and
             gradients are bit-identical. K near sqrt(T) keeps the extra buffers smallest.
 
     Input ``[T, B, ...]``; output the same shape. ``forward(x, state=mem0)`` starts from a given
@@ -258,7 +252,7 @@ class LIF(_SpikingLayer):
         stateful: bool = False,
         dt: float = 1e-3,
         backend: str | None = None,
-        checkpoint_steps: int | None = None,
+        recompute_steps: int | None = None,
     ) -> None:
         super().__init__(
             threshold=threshold,
@@ -269,7 +263,7 @@ class LIF(_SpikingLayer):
             stateful=stateful,
             dt=dt,
             backend=backend,
-            checkpoint_steps=checkpoint_steps,
+            recompute_steps=recompute_steps,
         )
         self._register("beta", _parameter_tensor("beta", beta, 0.0, 1.0), learn_beta)
 
@@ -308,7 +302,7 @@ class CUBA(_SpikingLayer):
         stateful: bool = False,
         dt: float = 1e-3,
         backend: str | None = None,
-        checkpoint_steps: int | None = None,
+        recompute_steps: int | None = None,
     ) -> None:
         super().__init__(
             threshold=threshold,
@@ -319,7 +313,7 @@ class CUBA(_SpikingLayer):
             stateful=stateful,
             dt=dt,
             backend=backend,
-            checkpoint_steps=checkpoint_steps,
+            recompute_steps=recompute_steps,
         )
         self._register("alpha", _parameter_tensor("alpha", alpha, 0.0, 1.0), learn_alpha)
         self._register("beta", _parameter_tensor("beta", beta, 0.0, 1.0), learn_beta)

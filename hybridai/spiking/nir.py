@@ -24,10 +24,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..errors import ConfigError, MissingExtraError, invalid
-from .neurons import CUBA, LIF
+from hybridai.core.errors import ConfigError, MissingExtraError, invalid
+from hybridai.spiking.graph import lower
+from hybridai.spiking.neurons import CUBA, LIF
 
 PRODUCER = "hybridai"
+SUPPORTED = "nn.Linear, hybridai.LIF or hybridai.CUBA layers (nn.Identity, nn.Dropout skipped)"
 
 
 def _nir() -> Any:
@@ -63,12 +65,6 @@ def _neuron_node(nir: Any, layer: LIF | CUBA, n: int) -> Any:
     return nir.CubaLIF(tau_syn=tau_syn, tau_mem=tau_mem, r=tau_mem / dt, w_in=tau_syn / dt, **common)
 
 
-def _layers_of(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    if isinstance(model, nn.Sequential):
-        return list(model.named_children())
-    return [("0", model)]
-
-
 def to_nir(model: nn.Module, *, n_inputs: int | None = None) -> Any:
     """Export ``model`` (an ``nn.Sequential`` of ``nn.Linear``, ``LIF``, ``CUBA``, or one such layer).
 
@@ -76,45 +72,27 @@ def to_nir(model: nn.Module, *, n_inputs: int | None = None) -> Any:
     unknown (it learns its size on the first forward call). Returns a ``nir.NIRGraph``.
     """
     nir = _nir()
-    layers = _layers_of(model)
-    if not layers:
-        raise invalid("model", model, "a non-empty nn.Sequential of nn.Linear, LIF and CUBA layers")
-    width = n_inputs
-    input_width: int | None = None
+    graph = lower(model, target="NIR export", accepts=("dense", "lif", "cuba"), supported=SUPPORTED, n_inputs=n_inputs)
     nodes: dict[str, Any] = {}
-    for name, layer in layers:
-        if isinstance(layer, nn.Linear):
-            if width is not None and width != layer.in_features:
-                raise ConfigError(f"layer {name!r} takes {layer.in_features} inputs but receives {width}")
+    for node in graph:
+        layer = node.module
+        if node.kind == "dense":
             weight = layer.weight.detach().cpu().double().numpy()
-            input_width = input_width or layer.in_features
-            nodes[name] = (
+            nodes[node.index] = (
                 nir.Affine(weight=weight, bias=layer.bias.detach().cpu().double().numpy())
                 if layer.bias is not None
                 else nir.Linear(weight=weight)
             )
-            width = layer.out_features
-        elif isinstance(layer, LIF | CUBA):
-            sizes = {t.numel() for t in (layer.beta, layer.threshold) if t.numel() > 1}
-            n = width or layer.n_neurons or (sizes.pop() if len(sizes) == 1 else None)
-            if n is None:
-                raise invalid("n_inputs", n_inputs, f"the number of neurons of layer {name!r} (its size is unknown)")
-            nodes[name] = _neuron_node(nir, layer, n)
-            input_width = input_width or n
-            width = n
         else:
-            raise invalid(
-                f"model layer {name!r}", type(layer).__name__, "nn.Linear, hybridai.LIF or hybridai.CUBA layers"
-            )
-    names = [name for name, _ in layers]
+            nodes[node.index] = _neuron_node(nir, layer, node.width)
     all_nodes = {
-        "input": nir.Input(input_type=np.array([input_width])),
+        "input": nir.Input(input_type=np.array([graph.n_inputs])),
         **nodes,
-        "output": nir.Output(np.array([width])),
+        "output": nir.Output(np.array([graph.layers[-1].width])),
     }
-    path = ["input", *names, "output"]
+    path = ["input", *nodes, "output"]
     edges = list(zip(path[:-1], path[1:], strict=True))
-    dts = sorted({layer.dt for _, layer in layers if isinstance(layer, LIF | CUBA)})
+    dts = sorted({node.module.dt for node in graph if node.kind != "dense"})
     metadata = {"producer": PRODUCER, "time_major": True, **({"dt": dts[0]} if len(dts) == 1 else {})}
     return nir.NIRGraph(nodes=all_nodes, edges=edges, metadata=metadata)
 
@@ -174,7 +152,7 @@ def _neuron_from_node(node: Any, name: str, dt: float | None) -> LIF | CUBA:
         raise ConfigError(f"node {name!r} has an input gain r*dt/tau != 1; accepted: r = tau/dt")
     surrogate = meta.get("surrogate", "atan")
     if surrogate in ("atan", "fast_sigmoid"):
-        from .surrogate import SURROGATES
+        from hybridai.spiking.surrogate import SURROGATES
 
         params = {k.removeprefix("surrogate_"): float(v) for k, v in meta.items() if k.startswith("surrogate_")}
         surrogate = SURROGATES[surrogate](**params)

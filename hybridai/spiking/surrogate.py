@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ..errors import invalid
+from hybridai.core.errors import invalid
 
 
 class Surrogate:

@@ -1,4 +1,4 @@
-"""Backend conformance suite: does a backend family keep the hybridai Backend contract?
+"""Backend conformance suite: does a backend family keep its hybridai contract?
 
 A plugin author runs it against a configured backend (``"family"`` or ``"family:target"``
 plus options), from pytest::
@@ -11,13 +11,15 @@ plus options), from pytest::
         check()
 
 or from Python (``run_conformance(...)`` returns a ``Report``; ``print(report)`` is a table),
-or from the shell: ``hybridai test-backend photonic:ideal``. Checks: registration,
-capabilities, option errors, then per domain the result layout or placement (for a
-neuromorphic chip: compiling and running a probe network, see ``deployment``), capability
-honesty (exact values against a reference, gradients against a reference or finite
-differences / the shift rule, randomness reproducible per seed), errors on bad input,
-serialization (``torch.save``/``torch.load``, state_dict) and thread safety of independent
-instances. See ``docs/plugins.md`` for the contract itself.
+or from the shell: ``hybridai test-backend photonic:ideal``. Checks: registration (one of the
+three contracts), typed capabilities, option errors, then the checks of the backend's contract
+(``hybridai.core.contracts.contract_of``): a ``QuantumExecutor`` gets ``quantum`` (``execute(tapes,
+ExecutionConfig(...))`` returning an ``Execution``), a ``Placement`` gets ``placement`` (per domain),
+a ``ChipCompiler`` gets ``deployment`` (compiling and running a probe network). They cover capability
+honesty (exact values against a reference, gradients against a reference or finite differences /
+the shift rule, randomness reproducible per seed), errors on bad input, serialization
+(``torch.save``/``torch.load``, state_dict), thread safety of independent instances and of ONE
+instance shared by several threads (backends hold no per-call state). See ``docs/plugins.md``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .suite import FAIL, PASS, SKIP, Check, CheckResult, ConformanceError, NotApplicable, Report, Subject
+from hybridai.testing.suite import (
+    FAIL,
+    PASS,
+    SKIP,
+    Check,
+    CheckResult,
+    ConformanceError,
+    NotApplicable,
+    Report,
+    Subject,
+)
 
 __all__ = [
     "FAIL",
@@ -52,9 +64,9 @@ def conformance_checks(
     exact-value and gradient checks (default 1e-10 in float64). When the family cannot be
     loaded, only the registration check is returned (and it fails with the reason).
     """
-    from ..backends import registry
-    from ..backends.base import NeuromorphicBackend
-    from . import common, deployment, placement, quantum
+    from hybridai.core import registry
+    from hybridai.core.contracts import ChipCompiler, Placement, QuantumExecutor, contract_of
+    from hybridai.testing import common, deployment, placement, quantum
 
     subject = Subject(backend, dict(options or {}))
     if atol is not None:
@@ -64,15 +76,18 @@ def conformance_checks(
         cls = registry.backend_class(subject.family)
     except Exception:
         return checks
+    contract = contract_of(cls)
+    if contract is None:  # registration fails with the reason
+        return checks
     checks.append(Check("capabilities", subject, common.capabilities))
     checks.append(Check("option errors", subject, common.option_errors))
-    for domain in cls.domains:
-        if issubclass(cls, NeuromorphicBackend):  # chips compile whole networks: no per-layer placement
-            table = deployment.CHECKS
-        elif domain == "quantum":
-            table = quantum.CHECKS
-        else:
-            table = placement.checks(domain)
+    tables = {
+        QuantumExecutor: lambda domain: quantum.CHECKS,
+        Placement: placement.checks,
+        ChipCompiler: lambda domain: deployment.CHECKS,
+    }
+    for domain in [d for d in cls.domains if d in common.CONTRACT_DOMAINS[contract]]:
+        table = tables[contract](domain)
         checks += [Check(f"{domain}: {name}", subject, fn, (fn.__doc__ or "").strip()) for name, fn in table]
     return checks
 

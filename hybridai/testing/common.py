@@ -6,25 +6,35 @@ import copy
 import io
 from typing import Any
 
-from ..backends import registry
-from ..backends.base import (
+from hybridai.core import registry
+from hybridai.core.capabilities import ChipCapabilities, PlacementCapabilities, QuantumCapabilities
+from hybridai.core.contracts import (
+    CONTRACTS,
     DOMAINS,
     Availability,
     Backend,
-    Capabilities,
-    ClassicalBackend,
-    NeuromorphicBackend,
-    QuantumBackend,
+    ChipCompiler,
+    Placement,
+    QuantumExecutor,
+    contract_of,
 )
-from ..errors import suggest
-from .suite import ConformanceError, NotApplicable, Subject, expect_error
+from hybridai.core.errors import suggest
+from hybridai.testing.suite import ConformanceError, NotApplicable, Subject, expect_error
 
 BOGUS_OPTION = "no_such_option_for_conformance"
 BOGUS_TARGET = "no-such-target-for-conformance"
 
+# What each contract runs and describes itself with.
+CONTRACT_DOMAINS = {QuantumExecutor: ("quantum",), Placement: ("classical", "spiking"), ChipCompiler: ("spiking",)}
+CONTRACT_CAPABILITIES = {
+    QuantumExecutor: QuantumCapabilities,
+    Placement: PlacementCapabilities,
+    ChipCompiler: ChipCapabilities,
+}
+
 
 def registration(s: Subject) -> str:
-    """Listed, loadable, a Backend subclass of valid domains, available, and builds under its name."""
+    """Listed, loadable, implements one contract with domains it allows, available, builds under its name."""
     if s.family not in registry.families():
         raise ConformanceError(
             f"family {s.family!r} is not registered; known: {', '.join(registry.families())}."
@@ -34,17 +44,16 @@ def registration(s: Subject) -> str:
     cls = registry.backend_class(s.family)  # a failed plugin raises BackendUnavailableError: a failure here
     if not (isinstance(cls, type) and issubclass(cls, Backend)):
         raise ConformanceError(f"{cls!r} is not a subclass of hybridai.backends.Backend")
-    if not cls.domains or any(d not in DOMAINS for d in cls.domains):
-        raise ConformanceError(f"{cls.__name__}.domains={cls.domains!r}; accepted: a non-empty subset of {DOMAINS}")
-    needs = {
-        "quantum": (QuantumBackend,),
-        "classical": (ClassicalBackend,),
-        "spiking": (ClassicalBackend, NeuromorphicBackend),
-    }
-    for domain in cls.domains:
-        if not issubclass(cls, needs[domain]):
-            kinds = " or ".join(k.__name__ for k in needs[domain])
-            raise ConformanceError(f"{cls.__name__} runs the {domain} domain but is not a {kinds}")
+    contract = contract_of(cls)
+    if contract is None:
+        names = ", ".join(c.__name__ for c in CONTRACTS)
+        raise ConformanceError(f"{cls.__name__} implements none of the contracts {names}")
+    allowed = CONTRACT_DOMAINS[contract]
+    if not cls.domains or any(d not in DOMAINS for d in cls.domains) or any(d not in allowed for d in cls.domains):
+        raise ConformanceError(
+            f"{cls.__name__}.domains={cls.domains!r}; accepted for a {contract.__name__}: "
+            f"a non-empty subset of {allowed}"
+        )
     status = cls.is_available()
     if not isinstance(status, Availability):
         raise ConformanceError(f"{cls.__name__}.is_available() returned {status!r}, not a hybridai Availability")
@@ -63,29 +72,60 @@ def registration(s: Subject) -> str:
     if again.name != backend.name:
         raise ConformanceError(f"get({backend.name!r}) gives a backend named {again.name!r}: names must round-trip")
     repr(backend)
-    return f"{row.source}; domains {'/'.join(cls.domains)}; instance {backend.name!r}"
+    return f"{row.source}; {row.contract or contract.__name__} for {'/'.join(cls.domains)}; instance {backend.name!r}"
+
+
+def _positive_or_none(caps: Any, name: str) -> None:
+    value = getattr(caps, name)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConformanceError(f"capabilities.{name}={value!r}; accepted: None or a positive int")
+
+
+def _names(caps: Any, name: str, empty: bool = True) -> tuple[str, ...]:
+    value = getattr(caps, name)
+    if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value) or not (empty or value):
+        what = "a tuple of names" if empty else "a non-empty tuple of names"
+        raise ConformanceError(f"capabilities.{name}={value!r}; accepted: {what}")
+    return value
 
 
 def capabilities(s: Subject) -> str:
-    """``capabilities`` is a frozen Capabilities consistent with itself and with the domain."""
-    caps = s.make().capabilities
-    if not isinstance(caps, Capabilities):
-        raise ConformanceError(f"capabilities is {type(caps).__name__}, not hybridai.backends.Capabilities")
-    if not caps.devices or not all(isinstance(d, str) for d in caps.devices):
-        raise ConformanceError(f"capabilities.devices={caps.devices!r}; accepted: a non-empty tuple of device names")
-    for limit in ("max_qubits", "max_neurons"):
-        value = getattr(caps, limit)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise ConformanceError(f"capabilities.{limit}={value!r}; accepted: None or a positive int")
-    if "quantum" in s.cls.domains and caps.differentiable and "best" not in caps.diff_methods:
+    """``capabilities`` is the contract's typed record, consistent with itself, the same on every read."""
+    backend = s.make()
+    caps = backend.capabilities
+    record = CONTRACT_CAPABILITIES[s.contract]
+    if not isinstance(caps, record):
         raise ConformanceError(
-            f"differentiable=True but diff_methods={caps.diff_methods!r} lacks 'best' (QuantumLayer's default)"
+            f"capabilities is {type(caps).__name__}, not hybridai.backends.{record.__name__} (the record of a "
+            f"{s.contract.__name__})"
         )
-    if caps.exact and caps.noise and "quantum" not in s.cls.domains:
-        raise ConformanceError("exact=True and noise=True contradict each other for a classical or spiking backend")
+    _names(caps, "devices", empty=False)
+    if not isinstance(caps.extra, dict):
+        raise ConformanceError(f"capabilities.extra={caps.extra!r}; accepted: a dict (informational only)")
+    if isinstance(caps, QuantumCapabilities):
+        _positive_or_none(caps, "max_qubits")
+        methods = _names(caps, "diff_methods", empty=False)
+        _names(caps, "mitigation_engines")
+        if caps.differentiable and "best" not in methods:
+            raise ConformanceError(
+                f"differentiable=True but diff_methods={methods!r} lacks 'best' (QuantumLayer's default)"
+            )
+        if caps.dtype not in ("complex128", "complex64"):
+            raise ConformanceError(f"capabilities.dtype={caps.dtype!r}; accepted: 'complex128' or 'complex64'")
+        if caps.exact and caps.noise:
+            raise ConformanceError("exact=True and noise=True contradict each other (exact means noiseless)")
+        flags = [k for k in ("differentiable", "exact", "shots", "noise") if getattr(caps, k)]
+    elif isinstance(caps, ChipCapabilities):
+        _positive_or_none(caps, "max_neurons")
+        _names(caps, "hardware")
+        flags = ["bit_exact"] if caps.bit_exact else []
+        flags += [f"hardware {', '.join(caps.hardware)}"] if caps.hardware else ["emulated"]
+    else:
+        flags = [k for k in ("differentiable", "exact") if getattr(caps, k)]
+    if backend.capabilities != caps:
+        raise ConformanceError("capabilities differ between two reads of the same instance")
     copy.deepcopy(caps)
-    flags = [k for k in ("differentiable", "exact", "shots", "noise") if getattr(caps, k)]
-    return f"claims {', '.join(flags) or 'nothing'}; devices {', '.join(caps.devices)}"
+    return f"{record.__name__}: {', '.join(flags) or 'claims nothing'}; devices {', '.join(caps.devices)}"
 
 
 def option_errors(s: Subject) -> str:

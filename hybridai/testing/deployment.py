@@ -1,4 +1,4 @@
-"""Checks for neuromorphic backends: they compile whole networks (``NeuromorphicBackend.compile``).
+"""Chip compiler checks: they compile whole networks (``ChipCompiler.compile``) into a ``CompiledNetwork``.
 
 Two probe networks: a spiking one (Linear -> LIF -> Linear -> LIF, reset to zero, binary input
 spikes ``[T, B, F]``) and a quantizable ReLU one (Linear -> ReLU -> Linear, inputs ``[B, F]`` in
@@ -13,18 +13,18 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from ..errors import HybridAIError
-from .suite import ConformanceError, Subject, expect_error, seeded
+from hybridai.core.errors import HybridAIError
+from hybridai.testing.suite import ConformanceError, Subject, expect_error, in_threads, seeded
 
 
-class Probe(NamedTuple):
+class ProbeNetwork(NamedTuple):
     name: str
     build: Callable[[], nn.Module]
     inputs: Callable[[], torch.Tensor]
 
 
 def _spiking() -> nn.Module:
-    from ..spiking import LIF
+    from hybridai.spiking import LIF
 
     return seeded(
         3, lambda: nn.Sequential(nn.Linear(6, 5), LIF(0.8, reset="zero"), nn.Linear(5, 3), LIF(0.8, reset="zero"))
@@ -43,13 +43,13 @@ def _values() -> torch.Tensor:
     return torch.rand(4, 6, generator=torch.Generator().manual_seed(4))
 
 
-PROBES = (Probe("spiking", _spiking, _spikes), Probe("ReLU", _relu, _values))
+PROBES = (ProbeNetwork("spiking", _spiking, _spikes), ProbeNetwork("ReLU", _relu, _values))
 
 
-def _compiled(s: Subject) -> tuple[Probe, Any]:
+def _compiled(s: Subject) -> tuple[ProbeNetwork, Any]:
     """The first probe the backend compiles, and its compiled network (cached)."""
 
-    def compile_one() -> tuple[Probe, Any]:
+    def compile_one() -> tuple[ProbeNetwork, Any]:
         refusals = []
         for probe in PROBES:
             try:
@@ -63,7 +63,7 @@ def _compiled(s: Subject) -> tuple[Probe, Any]:
 
 def compile_and_run(s: Subject) -> str:
     """compile() a probe network; run() returns outputs in the float model's layout and sane activity counts."""
-    from ..neuromorphic.activity import ChipRun
+    from hybridai.neuromorphic.activity import ChipRun
 
     probe, compiled = _compiled(s)
     x = probe.inputs()
@@ -112,4 +112,31 @@ def bad_input(s: Subject) -> str:
     return "; ".join(got)
 
 
-CHECKS = (("compile and run", compile_and_run), ("determinism", determinism), ("errors on bad input", bad_input))
+def shared_instance(s: Subject) -> str:
+    """ONE instance compiles and runs the probe in 4 threads at once: outputs and activity as a fresh
+    instance gives (compilers hold no per-call state)."""
+    probe, _ = _compiled(s)
+    inputs = [probe.inputs()[:, k:] if probe.name == "spiking" else probe.inputs()[k:] for k in range(3)] + [
+        probe.inputs()
+    ]
+
+    models = [probe.build() for _ in range(2 * len(inputs))]  # here: seeding torch is not thread-safe
+
+    def job(backend: Any, model: nn.Module, x: torch.Tensor) -> Any:
+        return backend.compile(model, calibration=probe.inputs()).run(x)
+
+    serial = [job(s.make(), models[k], x) for k, x in enumerate(inputs)]
+    shared = s.make()
+    threaded = in_threads(*(lambda k=k, x=x: job(shared, models[4 + k], x) for k, x in enumerate(inputs)))
+    for k, (got, expected) in enumerate(zip(threaded, serial, strict=True)):
+        if not torch.equal(got.outputs, expected.outputs) or got.layers != expected.layers:
+            raise ConformanceError(f"thread {k} gave other outputs or activity than a fresh instance run serially")
+    return "1 instance compiling and running in 4 threads: outputs and activity as serially"
+
+
+CHECKS = (
+    ("compile and run", compile_and_run),
+    ("determinism", determinism),
+    ("errors on bad input", bad_input),
+    ("shared instance", shared_instance),
+)

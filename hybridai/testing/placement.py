@@ -1,4 +1,4 @@
-"""Classical- and spiking-domain checks: backends that ``place(module)`` torch modules.
+"""Placement checks (classical and spiking domains): backends that ``place(module)`` torch modules.
 
 A classical backend receives plain modules (here a small float64 MLP) through
 ``hybridai.place(model, classical=...)``; a spiking backend receives spiking layers
@@ -15,15 +15,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..module import HybridModule, place, summary
-from .common import need, saved_and_loaded, seed_pair, state_dict_round_trip
-from .suite import ConformanceError, Subject, close, expect_error, in_threads, seeded
+from hybridai.core.module import HybridModule, place, summary
+from hybridai.testing.common import need, saved_and_loaded, seed_pair, state_dict_round_trip
+from hybridai.testing.suite import ConformanceError, Subject, close, expect_error, in_threads, same_as_serial, seeded
 
 ATOL = 1e-10  # float64 outputs and gradients of backends that claim exact=True
 
 
 @dataclass(frozen=True)
-class Probe:
+class ProbeModel:
     domain: str
     build: Callable[[], nn.Module]
     inputs: Callable[[], torch.Tensor]
@@ -35,7 +35,7 @@ def _mlp(seed: int = 0) -> nn.Module:
 
 
 def _spiking(seed: int = 0) -> nn.Module:
-    from ..spiking import LIF
+    from hybridai.spiking import LIF
 
     return seeded(seed, lambda: nn.Sequential(nn.Linear(4, 5), LIF(beta=0.8, threshold=0.5, output="both"))).double()
 
@@ -46,17 +46,30 @@ def _x(shape: tuple[int, ...], scale: float) -> torch.Tensor:
 
 
 PROBES = {
-    "classical": (Probe("classical", _mlp, lambda: _x((5, 8), 1.0), True), _mlp),
-    "spiking": (Probe("spiking", _spiking, lambda: _x((6, 3, 4), 2.0), False), _spiking),
+    "classical": (ProbeModel("classical", _mlp, lambda: _x((5, 8), 1.0), True), _mlp),
+    "spiking": (ProbeModel("spiking", _spiking, lambda: _x((6, 3, 4), 2.0), False), _spiking),
 }
 
 
-def _probe(domain: str) -> tuple[Probe, Callable[[int], nn.Module]]:
+def _probe(domain: str) -> tuple[ProbeModel, Callable[[int], nn.Module]]:
     return PROBES[domain]
 
 
 def _placed(s: Subject, domain: str, model: nn.Module, **extra: Any) -> nn.Module:
     return place(model, **{domain: s.name}, **{**s.options, **extra})
+
+
+def _random(s: Subject, domain: str) -> bool:
+    """Whether a placed probe gives different outputs on two runs of the same input (noise): such a
+    backend must take ``seed=`` (PlacementCapabilities has no noise flag: the outputs tell)."""
+
+    def compute() -> bool:
+        probe, build = _probe(domain)
+        placed = _placed(s, domain, build())
+        with torch.no_grad():
+            return not torch.equal(_forward(placed, probe.inputs()), _forward(placed, probe.inputs()))
+
+    return s.once(f"{domain}-random", compute)
 
 
 def _flat(out: Any) -> torch.Tensor:
@@ -88,7 +101,8 @@ def _of(module: nn.Module, domain: str) -> bool:
 
 def placement(domain: str) -> Callable[[Subject], str]:
     def check(s: Subject) -> str:
-        """place() returns a runnable model whose summary names the backend; place(non-module) is refused."""
+        """place() returns a runnable model on declared devices; the summary names the backend of its
+        hybridai layers (wrapped or spiking layers)."""
         probe, build = _probe(domain)
         placed = _placed(s, domain, build())
         out = _forward(placed, probe.inputs())
@@ -96,7 +110,8 @@ def placement(domain: str) -> Callable[[Subject], str]:
         if out.shape != reference.shape or not torch.isfinite(out).all():
             raise ConformanceError(f"placed model gave {tuple(out.shape)} (finite: {bool(torch.isfinite(out).all())})")
         table = summary(placed, show=False)
-        if s.family not in table:
+        wrapped = [m for m in placed.modules() if _of(m, domain)]
+        if wrapped and s.family not in table:  # plain modules that were only moved show their torch device
             raise ConformanceError(f"hybridai.summary of the placed model does not name {s.family!r}:\n{table}")
         devices = s.capabilities.devices
         owners = [placed] if domain == "classical" else [m for m in placed.modules() if _of(m, domain)]
@@ -105,7 +120,8 @@ def placement(domain: str) -> Callable[[Subject], str]:
                 if tensor.device.type not in {torch.device(d).type for d in devices}:
                     raise ConformanceError(f"{name} is on {tensor.device}, not on a declared device {devices}")
         kinds = sorted({type(m).__name__ for m in placed.modules() if isinstance(m, HybridModule)})
-        return f"{domain} probe placed; summary names {s.family!r}; hybridai layers: {', '.join(kinds) or 'none'}"
+        names = f"summary names {s.family!r}" if wrapped else "modules moved (summary shows their torch device)"
+        return f"{domain} probe placed; {names}; hybridai layers: {', '.join(kinds) or 'none'}"
 
     return check
 
@@ -130,14 +146,15 @@ def gradients(domain: str) -> Callable[[Subject], str]:
         caps = s.capabilities
         need(caps.differentiable, "claims differentiable=False")
         probe, build = _probe(domain)
-        placed = _placed(s, domain, build(), **({"seed": 5} if caps.noise or caps.shots else {}))
+        noisy = _random(s, domain)
+        placed = _placed(s, domain, build(), **({"seed": 5} if noisy else {}))
         gx, gp = _grads(placed, probe.inputs())
         if gx is None or any(g is None for g in gp):
             raise ConformanceError("claims differentiable=True but no gradient reached the input or a parameter")
         if not torch.isfinite(gx).all() or not all(torch.isfinite(g).all() for g in gp):
             raise ConformanceError("gradients contain NaN or inf")
         done = []
-        if probe.finite_differences and not (caps.noise or caps.shots):
+        if probe.finite_differences and not noisy:
             fd, analytic = _directional(placed, probe.inputs(), gx, gp)
             close(analytic, fd, 1e-6 * (1 + abs(float(fd))), "directional derivative vs central finite differences")
             done.append("finite differences")
@@ -180,11 +197,10 @@ def _directional(model: nn.Module, x: torch.Tensor, gx: torch.Tensor, gp: list[t
 
 def noise_per_seed(domain: str) -> Callable[[Subject], str]:
     def check(s: Subject) -> str:
-        """noise=True or shots=True: the same seed gives the same outputs, another seed others."""
-        caps = s.capabilities
-        need(caps.noise or caps.shots, "claims neither noise nor shots: nothing random to seed")
+        """Outputs that differ run to run (noise): the same seed= gives the same outputs, another seed others."""
+        need(_random(s, domain), "outputs repeat exactly: nothing random to seed")
         probe, build = _probe(domain)
-        backends = seed_pair(s, "noise=True" if caps.noise else "shots=True")
+        backends = seed_pair(s, "random outputs")
         with torch.no_grad():
             a, b, c = (_forward(place(build(), **{domain: backend}), probe.inputs()) for backend in backends)
         if not torch.equal(a, b):
@@ -214,18 +230,16 @@ def input_errors(domain: str) -> Callable[[Subject], str]:
     return check
 
 
-def _reproducible(s: Subject) -> tuple[dict[str, Any], bool]:
-    caps = s.capabilities
-    if caps.noise or caps.shots:
-        return {"seed": 11}, True
-    return {}, True  # a noiseless classical backend is deterministic even when inexact
+def _reproducible(s: Subject, domain: str) -> dict[str, Any]:
+    """``seed=`` for a backend whose outputs are random, else nothing (deterministic even when inexact)."""
+    return {"seed": 11} if _random(s, domain) else {}
 
 
 def serialization(domain: str) -> Callable[[Subject], str]:
     def check(s: Subject) -> str:
         """A placed model survives torch.save/torch.load and a state_dict round trip with the same outputs."""
         probe, build = _probe(domain)
-        extra, _ = _reproducible(s)
+        extra = _reproducible(s, domain)
         placed = _placed(s, domain, build(), **extra)
         loaded = saved_and_loaded(placed)
         with torch.no_grad():
@@ -243,34 +257,52 @@ def serialization(domain: str) -> Callable[[Subject], str]:
     return check
 
 
+def _job(s: Subject, domain: str, model: nn.Module, k: int = 0) -> Callable[[], list[torch.Tensor]]:
+    """Two rounds of outputs (and gradients when differentiable) of ``model`` on input ``k``."""
+    probe, _ = _probe(domain)
+    x = probe.inputs() * (1 + 0.1 * k)
+    differentiable = s.capabilities.differentiable
+
+    def rounds() -> list[torch.Tensor]:
+        out = []
+        for _ in range(2):
+            if differentiable:
+                gx, gp = _grads(model, x)
+                model.zero_grad()
+                out += [gx, *gp]
+            with torch.no_grad():
+                out.append(_forward(model, x))
+        return out
+
+    return rounds
+
+
 def thread_safety(domain: str) -> Callable[[Subject], str]:
     def check(s: Subject) -> str:
         """Two instances (each with its own placed model) in two threads match the serial run."""
-        probe, build = _probe(domain)
-        extra, _ = _reproducible(s)
-        differentiable = s.capabilities.differentiable
-
-        def job(model: nn.Module) -> Callable[[], list[torch.Tensor]]:
-            def rounds() -> list[torch.Tensor]:
-                out = []
-                for _ in range(2):
-                    if differentiable:
-                        gx, gp = _grads(model, probe.inputs())
-                        model.zero_grad()
-                        out += [gx, *gp]
-                    with torch.no_grad():
-                        out.append(_forward(model, probe.inputs()))
-                return out
-
-            return rounds
-
-        serial = [job(_placed(s, domain, build(), **extra))() for _ in range(2)]
+        _, build = _probe(domain)
+        extra = _reproducible(s, domain)
+        serial = [_job(s, domain, _placed(s, domain, build(), **extra))() for _ in range(2)]
         models = [_placed(s, domain, build(), **extra) for _ in range(2)]
-        threaded = in_threads(job(models[0]), job(models[1]))
-        for t in range(2):
-            for i, (got, expected) in enumerate(zip(threaded[t], serial[t], strict=True)):
-                close(got, expected, 1e-12, f"thread {t}, result {i} vs the same work run serially")
-        return "2 instances x 2 rounds" + (" (outputs and gradients)" if differentiable else "") + " match"
+        same_as_serial(in_threads(_job(s, domain, models[0]), _job(s, domain, models[1])), serial)
+        what = " (outputs and gradients)" if s.capabilities.differentiable else ""
+        return f"2 instances x 2 rounds{what} match"
+
+    return check
+
+
+def shared_instance(domain: str) -> Callable[[Subject], str]:
+    def check(s: Subject) -> str:
+        """ONE instance places and runs 4 models in 4 threads: the same as 4 fresh instances one after the
+        other (backends hold no per-call state)."""
+        _, build = _probe(domain)
+        extra = _reproducible(s, domain)
+        serial = [_job(s, domain, place(build(k), **{domain: s.make(**extra)}), k)() for k in range(4)]
+        shared = s.make(**extra)
+        models = [build(k) for k in range(4)]  # built here: seeding torch's global generator is not thread-safe
+        jobs = [lambda k=k: _job(s, domain, place(models[k], **{domain: shared}), k)() for k in range(4)]
+        same_as_serial(in_threads(*jobs), serial)
+        return "1 instance placing 4 models in 4 threads x 2 rounds" + (" (seeded)" if extra else "") + " match"
 
     return check
 
@@ -284,4 +316,5 @@ def checks(domain: str) -> tuple[tuple[str, Callable[[Subject], str]], ...]:
         ("errors on bad input", input_errors(domain)),
         ("serialization", serialization(domain)),
         ("thread safety", thread_safety(domain)),
+        ("shared instance", shared_instance(domain)),
     )

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..backends import registry
-from ..backends.base import Backend, Capabilities
-from ..errors import HybridAIError
-from ..text_table import format_table
+from hybridai.core import registry
+from hybridai.core.contracts import Backend, contract_of
+from hybridai.core.errors import HybridAIError
+from hybridai.core.text_table import format_table
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
@@ -67,7 +67,13 @@ class Subject:
         return registry.get(self.name, **{**self.options, **extra})
 
     @cached_property
-    def capabilities(self) -> Capabilities:
+    def contract(self) -> type[Backend] | None:
+        """``QuantumExecutor``, ``Placement`` or ``ChipCompiler`` (``None``: no contract)."""
+        return contract_of(self.cls)
+
+    @cached_property
+    def capabilities(self) -> Any:
+        """The typed capabilities of a default-configured instance (the contract's record)."""
         return self.make().capabilities
 
     def once(self, key: str, compute: Callable[[], Any]) -> Any:
@@ -194,6 +200,13 @@ def close(got: Any, expected: Any, atol: float, what: str, rtol: float = 0.0) ->
             f"got {float(got[index]):.10g}, expected {float(expected[index]):.10g}"
         )
     return float(diff.max()) if diff.numel() else 0.0
+
+
+def same_as_serial(threaded: list[list[Any]], serial: list[list[Any]]) -> None:
+    """Each thread's results equal the same work run serially (to 1e-12), else a ConformanceError naming it."""
+    for t, (got_all, expected_all) in enumerate(zip(threaded, serial, strict=True)):
+        for i, (got, expected) in enumerate(zip(got_all, expected_all, strict=True)):
+            close(got, expected, 1e-12, f"thread {t}, result {i} vs the same work run serially")
 
 
 def expect_error(action: Callable[[], Any], what: str, must_name: tuple[str, ...] = ()) -> str:

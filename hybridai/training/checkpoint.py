@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ..errors import HybridAIError
+from hybridai.core.errors import HybridAIError
 
 
 class CheckpointError(HybridAIError, RuntimeError):

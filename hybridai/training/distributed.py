@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ..errors import ConfigError, invalid, positive_int
+from hybridai.core.errors import ConfigError, bounded_int, invalid, non_negative_int, positive_int
 
 __all__ = [
     "all_reduce_sum",
@@ -115,8 +115,7 @@ def seed_everything(seed: int, model: nn.Module | None = None) -> int:
     (shots, noise) gets a backend seeded with ``seed + rank``: ranks draw independent samples, and
     the same seed gives the same numbers. DDP copies rank 0's initial parameters to every rank.
     """
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise invalid("seed", seed, "a non-negative int")
+    non_negative_int("seed", seed)
     if model is not None and not isinstance(model, nn.Module):
         raise invalid("model", type(model).__name__, "None or a torch.nn.Module")
     import numpy as np
@@ -126,7 +125,7 @@ def seed_everything(seed: int, model: nn.Module | None = None) -> int:
     np.random.seed(ours % 2**32)
     torch.manual_seed(ours)
     if model is not None:
-        from ..module import HybridModule
+        from hybridai.core.module import HybridModule
 
         for module in model.modules():
             if callable(getattr(module, "reseed", None)):
@@ -178,8 +177,7 @@ def distributed_loader(
     positive_int("batch_size", batch_size)
     if not hasattr(dataset, "__len__") or not hasattr(dataset, "__getitem__"):
         raise invalid("dataset", type(dataset).__name__, "a map-style dataset with __len__ and __getitem__")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise invalid("seed", seed, "an int")
+    bounded_int("seed", seed)
     for name in ("sampler", "batch_sampler"):
         if name in loader_options:
             raise invalid(name, loader_options[name], "not given: distributed_loader builds the sampler")
@@ -242,7 +240,7 @@ def sharded_gram(kernel: Any, X: Any, Y: Any = None) -> torch.Tensor:
     history (use it to fit estimators, not to train the feature map). Without a process group:
     ``kernel(X, Y)``.
     """
-    from ..quantum.kernel import QuantumKernel
+    from hybridai.quantum.kernel import QuantumKernel
 
     if not isinstance(kernel, QuantumKernel):
         raise invalid("kernel", type(kernel).__name__, "a hybridai.QuantumKernel")

@@ -15,8 +15,8 @@ from contextlib import nullcontext
 
 import torch
 
-from ..errors import MissingExtraError, invalid, positive_int
-from . import distributed
+from hybridai.core.errors import MissingExtraError, invalid, optional_int, positive_int
+from hybridai.training import distributed
 
 AMP_DTYPES = {"cpu": (torch.bfloat16,), "cuda": (torch.float16, torch.bfloat16)}
 
@@ -68,8 +68,7 @@ def _check_arguments(model, train_data, val_data, loss, optimizer, epochs, patie
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise invalid("optimizer", type(optimizer).__name__, "a torch.optim.Optimizer")
     positive_int("epochs", epochs)
-    if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
-        raise invalid("patience", patience, "None or a positive int (epochs without val_loss improvement)")
+    optional_int("patience", patience, 1)
     if isinstance(callbacks, str | bytes) or not isinstance(callbacks, Iterable):
         raise invalid("callbacks", callbacks, "an iterable of callables callback(epoch, metrics)")
     callbacks = list(callbacks)

@@ -19,9 +19,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import ConfigError, invalid
-from ..module import HybridModule, _classical_backend_name, _layers
-from ..text_table import format_table
+from hybridai.core.errors import ConfigError, invalid, non_negative_int
+from hybridai.core.module import HybridModule, _classical_backend_name, _layers
+from hybridai.core.text_table import format_table
 
 _PREFIX = "hybridai.layer:"
 _FORWARD, _BACKWARD = "hybridai.profile:forward", "hybridai.profile:backward"
@@ -125,8 +125,7 @@ def profile(
         raise invalid("backward", backward, "True or False")
     if loss is not None and not callable(loss):
         raise invalid("loss", loss, "None or a callable mapping the model's output to a scalar tensor")
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise invalid("warmup", warmup, "a non-negative int (unprofiled runs before the profiled one)")
+    non_negative_int("warmup", warmup)
     call = _caller(model, inputs)
     layers = _unique_layers(model)
     grads = {p: None if p.grad is None else p.grad.clone() for p in model.parameters()}

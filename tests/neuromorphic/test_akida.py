@@ -8,13 +8,12 @@ import pytest
 import torch
 from torch import nn
 
-import hybridai.backends.akida_backend  # noqa: F401  (registers the family)
-from hybridai.backends import registry
-from hybridai.errors import ConfigError, HybridAIError, MissingExtraError, ShapeError
+import hybridai.neuromorphic.akida.backend  # noqa: F401  (registers the family)
+from hybridai.core import registry
+from hybridai.core.errors import ConfigError, HybridAIError, MissingExtraError, ShapeError
 from hybridai.neuromorphic import akida as ak
-from hybridai.neuromorphic.akida import QuantizedLayer, QuantizedNetwork, integer_reference, quantize_input
+from hybridai.neuromorphic.akida import AkidaIntegerNetwork, QuantizedLayer, integer_reference, quantize_input
 from hybridai.neuromorphic.macs import dense_macs
-from hybridai.testing import run_conformance
 
 pytest.importorskip("akida")
 
@@ -66,12 +65,12 @@ def test_engine_matches_reference_on_raw_integer_variables(out_bits):
     g = torch.Generator().manual_seed(out_bits)
     conv = _raw_layer(g, "conv", 3, 6, (3, 7, 6), relu=True, out_bits=out_bits, in_bits=4, stride=2)
     dense = _raw_layer(g, "dense", 6 * 4 * 3, 9, conv.out_shape, relu=False, out_bits=8, in_bits=out_bits)
-    net = QuantizedNetwork(input_shape=(3, 7, 6), input_bits=4, input_scale=1.0, layers=(conv, dense))
+    net = AkidaIntegerNetwork(input_shape=(3, 7, 6), input_bits=4, input_scale=1.0, layers=(conv, dense))
     compiled = ak.AkidaNetwork(net)
     codes = torch.randint(0, 16, (40, 3, 7, 6), generator=g)
     traces = integer_reference(net, codes)
     for i, layer in enumerate(net.layers):  # each layer alone, so that every clipping rule is reached
-        sub = QuantizedNetwork(layer.in_shape, layer.input_bits, 1.0, (layer,))
+        sub = AkidaIntegerNetwork(layer.in_shape, layer.input_bits, 1.0, (layer,))
         engine = ak.AkidaNetwork(sub).forward_codes(traces[i].inputs)
         assert torch.equal(engine, traces[i].outputs), f"layer {i}"
     assert torch.equal(compiled.forward_codes(codes), traces[-1].outputs)
@@ -102,7 +101,7 @@ def test_accumulator_saturates_at_28_bits_and_product_at_32():
         out_shape=(3,),
         input_shift=12,
     )
-    net = QuantizedNetwork((8,), 8, 1.0, (layer,))
+    net = AkidaIntegerNetwork((8,), 8, 1.0, (layer,))
     codes = torch.stack([torch.full((8,), 127), torch.full((8,), 16)]).to(torch.int64)
     ref = integer_reference(net, codes)[-1].outputs
     assert ref.tolist() == [[64, 127, 8], [32, 127, 8]]  # unsaturated the last would be 63
@@ -270,11 +269,11 @@ def test_describe_and_macs():
 @pytest.mark.parametrize(
     ("model", "match"),
     [
-        (nn.Sequential(nn.Linear(4, 4), nn.Tanh()), r"layer 1: Tanh .*supported layers: nn.Linear"),
+        (nn.Sequential(nn.Linear(4, 4), nn.Tanh()), r"model\[1\]='Tanh'.*akida takes nn.Linear"),
         (nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.MaxPool2d(2, ceil_mode=True)), r"layer 2: MaxPool2d .*ceil"),
         (nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.MaxPool2d(2)), r"layer 2: MaxPool2d does not follow a Conv2d"),
         (nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)), r"layer 2: MaxPool2d pools a 5x5"),
-        (nn.Sequential(nn.Conv2d(1, 2, 3), nn.AvgPool2d(2)), r"layer 1: AvgPool2d is not supported"),
+        (nn.Sequential(nn.Conv2d(1, 2, 3), nn.AvgPool2d(2)), r"model\[1\]='AvgPool2d'.*akida takes nn.Linear"),
         (nn.Sequential(nn.Conv2d(1, 2, 3, padding=2), nn.ReLU()), r"layer 0: Conv2d has padding=\(2, 2\)"),
         (nn.Sequential(nn.Conv2d(1, 2, 4, padding=2), nn.ReLU()), r"layer 0: Conv2d has padding"),
         (nn.Sequential(nn.Conv2d(1, 2, 5, stride=2), nn.ReLU()), r"layer 0: Conv2d has stride=\(2, 2\) with kernel 5"),
@@ -328,13 +327,14 @@ def test_backend_registry_capabilities_and_compile(digits_net):
     model, train, test, _ = digits_net
     backend = registry.get("akida", input_bits=4, activation_bits=4)
     caps = backend.capabilities
-    assert not caps.differentiable and not caps.exact
-    assert caps.extra["hardware"] == [] and "software" in backend.describe()
+    assert caps.bit_exact is True and caps.hardware == () and "software" in backend.describe()
     assert backend.options["input_bits"] == 4
     with pytest.raises(HybridAIError, match=r"calibration=None .*\[N, F\]"):
         backend.compile(model)
-    with pytest.raises(ConfigError, match=r"layer 0: Tanh"):  # the model is checked before the calibration
+    with pytest.raises(ConfigError, match=r"model\[0\]='Tanh'"):  # the model is checked before the calibration
         backend.compile(nn.Sequential(nn.Tanh()))
+    from hybridai.testing import run_conformance
+
     report = run_conformance("akida")
     assert report.ok and report.counts()["pass"] >= 6, report.failures
     run = backend.compile(model, calibration=train[:128]).run(test[:20])

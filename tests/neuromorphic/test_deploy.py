@@ -6,7 +6,7 @@ from torch import nn
 
 import hybridai
 from hybridai.cli import main
-from hybridai.errors import ConfigError, UnsupportedOperationError
+from hybridai.core.errors import ConfigError, UnsupportedOperationError
 from hybridai.neuromorphic.deploy import deploy
 
 
@@ -54,7 +54,7 @@ def test_user_energy_constants_are_priced_and_printed_with_their_source():
 
 
 def test_deploy_refuses_non_neuromorphic_backends_and_non_models():
-    with pytest.raises(ConfigError, match="neuromorphic backend.*nengo"):
+    with pytest.raises(ConfigError, match=r"backend='torch' is a placement, not a chip compiler.*'nengo'"):
         deploy(_snn(), "torch")
     with pytest.raises(ConfigError, match="model"):
         deploy("model.pt", "nengo")

@@ -7,7 +7,7 @@ emulator and Lava's bit-accurate models); comments show the arithmetic.
 import pytest
 import torch
 
-from hybridai.errors import HybridAIError
+from hybridai.core.errors import HybridAIError
 from hybridai.neuromorphic import loihi
 from hybridai.neuromorphic.loihi import CompartmentConfig, LoihiLayer, run_compartments, run_network, synaptic_input
 

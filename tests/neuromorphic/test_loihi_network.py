@@ -4,10 +4,10 @@ import pytest
 import torch
 from torch import nn
 
-import hybridai.backends.loihi_backend  # noqa: F401  (registers the "loihi" family)
+import hybridai.neuromorphic.loihi.backend  # noqa: F401  (registers the "loihi" family)
 from hybridai import CUBA, LIF
-from hybridai.backends import registry
-from hybridai.errors import HybridAIError
+from hybridai.core import registry
+from hybridai.core.errors import HybridAIError
 from hybridai.neuromorphic import loihi
 from hybridai.neuromorphic.activity import ChipRun
 from hybridai.spiking.encoding import MembraneDecoder, SpikeCountDecoder
@@ -170,7 +170,8 @@ def test_fake_quantized_training_reduces_the_loss_and_deploys_as_trained():
 
 def test_backend_compiles_runs_and_counts_activity():
     backend = registry.get("loihi")
-    assert backend.capabilities.differentiable is False and backend.capabilities.extra["bit_exact_emulation"]
+    caps = backend.capabilities
+    assert caps.bit_exact is True and caps.hardware == () and caps.devices == ("cpu",)  # emulated, bit for bit
     x = spikes(50, 16, 20, seed=2)
     model = trained(lif_net(2), x)
     compiled = backend.compile(model, calibration=x)

@@ -13,9 +13,9 @@ import pytest
 import torch
 from torch import nn
 
-import hybridai.backends.nengo_backend  # noqa: F401  (registers the "nengo" family)
+import hybridai.neuromorphic.nengo.backend  # noqa: F401  (registers the "nengo" family)
 from hybridai import backends
-from hybridai.errors import ConfigError, HybridAIError, ShapeError
+from hybridai.core.errors import ConfigError, HybridAIError, ShapeError
 from hybridai.neuromorphic.nengo import NengoNetwork, to_network
 from hybridai.spiking.encoding import MembraneDecoder, RateDecoder, SpikeCountDecoder
 from hybridai.spiking.neurons import CUBA, LIF
@@ -220,7 +220,7 @@ def test_capabilities_are_honest_and_the_suite_passes():
     from hybridai.testing import assert_conforms
 
     caps = backends.get("nengo").capabilities
-    assert not caps.differentiable and not caps.exact
+    assert caps.bit_exact is False and caps.hardware == ()  # continuous-time LIF in software
     assert_conforms("nengo")
 
 

@@ -11,9 +11,10 @@ from torch import nn
 
 import hybridai
 from hybridai import backends
+from hybridai.backends import PlacementCapabilities
 from hybridai.cli import main
+from hybridai.core.errors import BackendNotFoundError, BackendUnavailableError, ConfigError, ShapeError
 from hybridai.demo import hybrid_model
-from hybridai.errors import BackendNotFoundError, BackendUnavailableError, ConfigError, ShapeError
 from hybridai.testing import run_conformance
 
 
@@ -29,7 +30,8 @@ def test_discovered_through_the_entry_point_and_imported_lazily(photonic):
     assert rows["photonic"].available and rows["photonic"].source == (
         "plugin hybridai-photonic (hybridai_photonic:PhotonicBackend)"
     )
-    assert rows["photonic"].domains == ("classical",)
+    assert rows["photonic"].domains == ("classical",) and rows["photonic"].contract == "placement"
+    assert isinstance(rows["photonic"].capabilities, PlacementCapabilities)
 
 
 def test_broken_plugin_is_listed_unavailable_with_its_error(photonic, capsys):
@@ -42,7 +44,7 @@ def test_broken_plugin_is_listed_unavailable_with_its_error(photonic, capsys):
         backends.get("lasers")
     assert main(["backends"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("lasers"))
-    assert line.split()[1:3] == ["?", "no"] and "no_such_laser_driver" in line
+    assert line.split()[1:4] == ["?", "?", "no"] and "no_such_laser_driver" in line  # contract, domains
     report = run_conformance("lasers")
     assert not report.ok and "failed to load" in report.failures[0].detail
 
@@ -52,6 +54,7 @@ def test_photonic_passes_the_conformance_suite(photonic, name):
     report = run_conformance(name)
     assert report.ok, report.table(0)
     status = {r.check: r.status for r in report.results}
+    assert status["classical: shared instance"] == status["classical: thread safety"] == "pass"
     if name == "photonic:ideal":  # exact and differentiable: the honesty checks run
         assert status["classical: exact values"] == status["classical: gradients"] == "pass"
     else:  # noisy and quantised: exactness and gradients are not claimed, the seed is checked
@@ -89,6 +92,22 @@ def test_place_moves_the_demo_models_linear_layers(photonic):
     plain = hybrid_model(4).state_dict()
     model.load_state_dict(plain)  # a plain torch checkpoint loads into the placed model (same names)
     assert torch.equal(model[0].weight, plain["0.weight"])
+
+
+def test_noise_comes_from_the_seed_and_the_layer_not_from_the_backend(photonic):
+    """One backend instance holds no per-call state: placing the same model twice gives the same noise;
+    two layers of one model draw different noise; another seed other noise."""
+    torch.manual_seed(0)
+    base = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 8))
+    backend = backends.get("photonic", seed=4)
+    a = hybridai.place(copy.deepcopy(base), classical=backend)
+    b = hybridai.place(copy.deepcopy(base), classical=backend)
+    c = hybridai.place(copy.deepcopy(base), classical="photonic", seed=5)
+    x = torch.randn(16, 8)
+    with torch.no_grad():
+        assert torch.equal(a(x), b(x)) and not torch.equal(a(x), c(x))
+    seeds = [m.noise_generator().initial_seed() for m in (a[0], a[1], b[0])]
+    assert seeds[0] != seeds[1] and seeds[0] == seeds[2]
 
 
 def test_a_layer_too_large_for_the_chip_stays_on_torch(photonic):
@@ -188,7 +207,8 @@ def test_straight_through_gradients_train_on_the_chip(photonic):
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
     caps = backends.get("photonic").capabilities
-    assert not caps.differentiable and caps.extra["gradients"].startswith("straight-through")
+    assert isinstance(caps, PlacementCapabilities) and not caps.differentiable and not caps.exact
+    assert caps.extra["gradients"].startswith("straight-through")  # informational, for people
 
 
 def test_energy_model_uses_the_given_constants(photonic):

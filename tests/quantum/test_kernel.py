@@ -9,7 +9,7 @@ import torch
 
 import hybridai
 from hybridai import QuantumKernel, psd_repair, target_alignment
-from hybridai.errors import ConfigError, HybridAIError, ShapeError
+from hybridai.core.errors import ConfigError, HybridAIError, ShapeError
 from hybridai.quantum import IQPFeatureMap
 
 N = 3
@@ -128,9 +128,9 @@ def test_shots_measure_distinct_pairs_once_in_one_call(kernel):
     calls = []
     execute = shots.resolved_backend.execute
 
-    def recording(tapes, **kw):  # the real backend, with its calls recorded
+    def recording(tapes, config):  # the real backend, with its calls recorded
         calls.append([t.batch_size for t in tapes])
-        return execute(tapes, **kw)
+        return execute(tapes, config)
 
     shots.resolved_backend.execute = recording
     X = data(9)
@@ -304,7 +304,12 @@ def test_width_checks():
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"mitigation": "zne"}, ConfigError, r"does not accept the option\(s\) \['mitigation'\]"),
+        ({"mitigation": "zne"}, ConfigError, r"mitigation='zne'.*None or hybridai.ZNE"),
+        (
+            {"backend": "statevector", "dtype": "complex64", "mitigation_level": 2},
+            ConfigError,
+            r"does not accept the option\(s\) \['dtype', 'mitigation_level'\]",
+        ),
         ({"kind": "quantum"}, ConfigError, r"kind='quantum'.*'fidelity', 'projected'"),
         ({"method": "exact"}, ConfigError, r"method='exact'"),
         ({"shots": 100, "method": "statevector"}, ConfigError, r"method='statevector'.*shots=100"),
@@ -360,8 +365,9 @@ def test_aer_exact_falls_back_to_compute_uncompute_in_one_call(kernel):
         K = aer.matrix(X)
         torch.testing.assert_close(K, kernel.matrix(X), rtol=0, atol=1e-10)
     assert aer.method == "compute-uncompute"  # Aer's estimator cannot return qml.state()
-    extra = aer.resolved_backend.capabilities.extra
-    assert extra["calls"] == 1 and extra["circuits"] == 5 * 4 // 2
+    stats = aer.execution_stats
+    assert stats["calls"] == 1 and stats["circuits"] == 5 * 4 // 2 and stats["shots"] == 0
+    assert aer.last_execution.stats.seconds > 0
 
 
 def test_aer_shots_and_noise_then_psd_repair(kernel):

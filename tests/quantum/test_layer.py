@@ -9,7 +9,7 @@ from torch import nn
 
 import hybridai
 from hybridai import QuantumLayer
-from hybridai.errors import BackendNotFoundError, ConfigError, ShapeError
+from hybridai.core.errors import BackendNotFoundError, ConfigError, ShapeError
 
 N = 3
 PL = "pennylane:default.qubit"
@@ -116,6 +116,24 @@ def test_lightning_keeps_float64_precision():
     assert torch.get_default_dtype() == torch.float32
 
 
+def test_pennylane_keeps_float64_without_touching_the_process_default_dtype(monkeypatch):
+    """The default dtype is process-wide: changing it during a call would change other threads' tensors."""
+    changes = []
+    monkeypatch.setattr(torch, "set_default_dtype", changes.append)
+    torch.manual_seed(3)
+    x = torch.rand(3, N, dtype=torch.float64, requires_grad=True)
+    ref = QuantumLayer(mixed_circuit, N, MIXED_SHAPES).double()  # RZ: PennyLane's diagonal path on default.mixed
+    want, want_grads = grads_of(lambda: ref(x), [x, ref.weights])
+    for backend in ("pennylane:lightning.qubit", "pennylane:default.mixed"):
+        layer = QuantumLayer(mixed_circuit, N, MIXED_SHAPES, backend=backend).double()
+        layer.load_state_dict(ref.state_dict())
+        got, got_grads = grads_of(lambda layer=layer: layer(x), [x, layer.weights])
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+        for g, w in zip(got_grads, want_grads, strict=True):
+            torch.testing.assert_close(g, w, rtol=0, atol=1e-10)
+    assert changes == [] and torch.get_default_dtype() == torch.float32
+
+
 def test_shots_are_seeded_and_close_to_exact():
     torch.manual_seed(4)
     x = torch.rand(3, N, dtype=torch.float64)
@@ -186,6 +204,22 @@ def test_torch_save_whole_model_round_trip():
     loaded = torch.load(buffer, weights_only=False)
     assert loaded[2].backend == "statevector"
     torch.testing.assert_close(loaded(x), model(x), rtol=0, atol=0)
+
+
+def test_torch_save_keeps_the_options_of_a_backend_object():
+    shared = hybridai.backends.get("pennylane:default.qubit", shots=200, seed=5)
+    layer = QuantumLayer(expval_circuit, N, SHAPES, backend=shared).double()
+    assert layer.backend_options == {"shots": 200, "seed": 5}
+    x = torch.rand(2, N, dtype=torch.float64)
+    with torch.no_grad():
+        before = layer(x)
+    buffer = io.BytesIO()
+    torch.save(layer, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer, weights_only=False)
+    assert loaded.resolved_backend is not shared and loaded.resolved_backend.options == shared.options
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), before, rtol=0, atol=0)  # same shots, same seed: same samples
 
 
 def test_trains_inside_sequential():
@@ -331,5 +365,5 @@ def test_place_and_summary():
     with pytest.raises(BackendNotFoundError):
         hybridai.place(model, quantum="statevector", classical="nope")
     assert model[2].backend == "pennylane:lightning.qubit"  # validated before any change
-    with pytest.raises(ConfigError, match="not quantum"):
+    with pytest.raises(ConfigError, match="is a placement, not a quantum executor"):
         hybridai.place(model, quantum="torch")

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import hybridai
-from hybridai import ZNE, QuantumLayer
-from hybridai.errors import ConfigError
+from hybridai import ZNE, QuantumLayer, backends
+from hybridai.core.errors import ConfigError
 from hybridai.quantum.mitigation import plot_zne
 
 NOISE = {"depolarizing": (0.01, 0.04)}
@@ -86,7 +86,8 @@ def test_batch_equals_per_sample_and_one_call_for_all_folds():
     x = torch.rand(3, 2, dtype=torch.float64, requires_grad=True)
     batch = layer(x)
     # every angle occurrence of each fold is shifted separately: (2 inputs + 6 weights) x scale factor
-    assert layer.execution_stats == {"calls": 1, "circuits": 3 * sum(1 + 2 * 8 * s for s in (1, 3, 5))}
+    stats = layer.execution_stats
+    assert (stats["calls"], stats["circuits"], stats["shots"]) == (1, 3 * sum(1 + 2 * 8 * s for s in (1, 3, 5)), 0)
     with torch.no_grad():
         for i in range(3):
             torch.testing.assert_close(layer(x[i]), batch[i].detach(), rtol=0, atol=1e-12)
@@ -110,25 +111,31 @@ def test_invalid_settings(kwargs, match):
 
 
 def test_mitigation_only_where_it_means_something():
-    with pytest.raises(ConfigError, match="mitigation"):
-        QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend="statevector", mitigation=ZNE())
-    with pytest.raises(ConfigError, match="mitigation"):
-        QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend="pennylane:default.qubit", mitigation=ZNE())
+    for exact in ("statevector", "pennylane:default.qubit", "aer"):
+        with pytest.warns(UserWarning, match="exact, noiseless"):
+            QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend=exact, mitigation=ZNE())
     with pytest.raises(ConfigError, match="engine='mitiq'"):
         QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend="aer", mitigation=ZNE(engine="ibm"), **NOISE)
-    with pytest.warns(UserWarning, match="noiseless"):
-        QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend="aer", mitigation=ZNE())
+    with pytest.raises(ConfigError, match=r"mitigation='zne'.*hybridai.ZNE"):
+        QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend="aer", mitigation="zne", **NOISE)
+    for name in ("statevector", "pennylane:default.mixed", "aer"):  # layers and kernels take it, not backends
+        with pytest.raises(ConfigError, match=r"does not accept the option\(s\) \['mitigation'\]"):
+            backends.get(name, mitigation=ZNE())
 
 
 def test_ibm_engine_sets_runtime_resilience_and_warns_about_ignored_options():
     zne = ZNE(scale_factors=(1, 3), extrapolation="linear", seed=3, engine="ibm")
     layer = QuantumLayer(circuit, 2, {"weights": (3, 2)}, backend="ibm:fake_manila", mitigation=zne)
+    backend = layer.resolved_backend
+    assert backend.capabilities.mitigation_engines == ("ibm",)
     with pytest.warns(UserWarning) as record:
-        estimator = layer.resolved_backend.estimator()
+        estimator = backend.estimator(None, layer.mitigation)
     messages = " ".join(str(w.message) for w in record)
     assert "folding='global'" in messages and "ignores seed" in messages
-    zne = estimator.options.resilience
-    assert zne.zne_mitigation and list(zne.zne.noise_factors) == [1.0, 3.0] and zne.zne.extrapolator == "linear"
+    resilience = estimator.options.resilience
+    assert resilience.zne_mitigation and list(resilience.zne.noise_factors) == [1.0, 3.0]
+    assert resilience.zne.extrapolator == "linear"
+    assert not backend.estimator(None, None).options.resilience.zne_mitigation  # per call, not per backend
 
 
 def test_plot_zne_writes_a_png(tmp_path):

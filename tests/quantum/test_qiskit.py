@@ -11,15 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybridai import QuantumLayer, backends
-from hybridai.backends import qiskit_backends
-from hybridai.errors import (
+from hybridai.core.errors import (
     BackendExecutionError,
     BackendNotFoundError,
     BackendUnavailableError,
     ConfigError,
     UnsupportedOperationError,
 )
-from hybridai.quantum.qiskit_convert import convert
+from hybridai.core.execution import ExecutionConfig
+from hybridai.quantum.qiskit.conversion import convert
+from hybridai.quantum.qiskit.redaction import redact
 
 N = 3
 SHAPES = {"weights": (1, N, 3)}
@@ -43,6 +44,12 @@ def pair(backend, torch_seed=0, **options):
     other = QuantumLayer(circuit, N, SHAPES, backend=backend, **options).double()
     other.load_state_dict(exact.state_dict())
     return exact, other
+
+
+def counts(layer):
+    """Primitive calls and circuits of the layer's last forward pass."""
+    stats = layer.execution_stats
+    return {"calls": stats["calls"], "circuits": stats["circuits"]}
 
 
 def grads(layer, x):
@@ -122,7 +129,8 @@ def test_aer_exact_equals_statevector_values_and_parameter_shift_gradients():
     torch.testing.assert_close(b[0], a[0], rtol=0, atol=1e-10)
     torch.testing.assert_close(b[1], a[1], rtol=0, atol=1e-8)  # inputs
     torch.testing.assert_close(b[2], a[2], rtol=0, atol=1e-8)  # weights
-    assert aer.execution_stats == {"calls": 1, "circuits": 4 * (1 + 2 * (3 * N + N))}
+    assert counts(aer) == {"calls": 1, "circuits": 4 * (1 + 2 * (3 * N + N))}
+    assert aer.execution_stats["shots"] == 0 and aer.last_execution.stats.seconds > 0
 
 
 def test_aer_shots_within_five_standard_errors_and_seeded():
@@ -137,6 +145,7 @@ def test_aer_shots_within_five_standard_errors_and_seeded():
     with torch.no_grad():
         a, b = seeded[0](x), seeded[1](x)
     assert torch.equal(a, b)
+    assert seeded[0].execution_stats["shots"] == 3 * shots and counts(seeded[0]) == {"calls": 1, "circuits": 3}
     expvals = [0, 1]  # Pauli words: standard error <= 1/sqrt(shots)
     assert (a[:, expvals] - want[:, expvals]).abs().max() < 5 / math.sqrt(shots)
     assert (a[:, 5:] - want[:, 5:]).abs().max() < 5 * 0.5 / math.sqrt(shots)  # probabilities
@@ -171,10 +180,10 @@ def test_calls_are_split_only_by_max_parameter_sets():
     _, aer = pair("aer", max_parameter_sets=50)
     x = torch.rand(4, N, dtype=torch.float64)
     grads(aer, x)
-    assert aer.execution_stats == {"calls": math.ceil(4 * 25 / 50), "circuits": 100}
+    assert counts(aer) == {"calls": math.ceil(4 * 25 / 50), "circuits": 100}
     with torch.no_grad():
         aer(x)
-    assert aer.execution_stats == {"calls": 1, "circuits": 4}
+    assert counts(aer) == {"calls": 1, "circuits": 4}
 
 
 def test_aer_errors():
@@ -211,7 +220,7 @@ def test_layer_trains_on_ibm_fake_manila_offline():
         optimizer.step()
         losses.append(loss.item())
     assert losses[-1] < losses[0] - 0.1, losses
-    assert layer.execution_stats["calls"] == 1
+    assert counts(layer) == {"calls": 1, "circuits": 4 * (1 + 2 * 2)}  # x needs no gradient: 2 weights shifted
 
 
 class FlakyJob:
@@ -229,7 +238,7 @@ class FlakyJob:
 
 def test_failed_jobs_are_retried_then_reported_with_the_job_id(monkeypatch):
     backend = backends.get("aer", retries=2, backoff=0.0)
-    real = backend._estimator()
+    real = backend._estimator(None)
     attempts = []
 
     class Flaky:
@@ -239,18 +248,20 @@ def test_failed_jobs_are_retried_then_reported_with_the_job_id(monkeypatch):
                 return FlakyJob(RuntimeError("device calibration in progress"), f"job-{len(attempts)}")
             return FlakyJob(real.run(pubs).result(), "job-ok")
 
-    backend._primitives["estimator"] = Flaky()
+    monkeypatch.setattr(backend, "_estimator", lambda seed: Flaky())
     tape = qml.tape.make_qscript(circuit)(torch.rand(2, N, dtype=torch.float64), weights=torch.rand(1, N, 3))
-    (result,) = backend.execute([tape], wires=range(N))
+    run = backend.execute([tape], ExecutionConfig(wires=tuple(range(N))))
+    (result,) = run.results
     assert len(attempts) == 3 and result[0].shape == (2,)
+    assert run.stats.calls == 1 and run.stats.circuits == 2  # one call, however many attempts
 
     class Broken:
         def run(self, pubs):
             return FlakyJob(RuntimeError("queue time-out"), "job-42")
 
-    backend._primitives["estimator"] = Broken()
+    monkeypatch.setattr(backend, "_estimator", lambda seed: Broken())
     with pytest.raises(BackendExecutionError, match="job job-42 failed after 3 attempt") as info:
-        backend.execute([tape], wires=range(N))
+        backend.execute([tape], ExecutionConfig(wires=tuple(range(N))))
     assert info.value.job_id == "job-42"
 
 
@@ -287,14 +298,14 @@ def test_token_never_appears_in_errors_reprs_or_logs(monkeypatch, caplog):
             def run(self, pubs, precision=None):
                 return FlakyJob(RuntimeError(f"rejected credentials {secret}"), "job-7")
 
-        backend._estimator_obj = Leaky()
+        monkeypatch.setattr(backend, "estimator", lambda seed=None, mitigation=None: Leaky())
         tape = qml.tape.make_qscript(circuit)(torch.rand(2, N), weights=torch.rand(1, N, 3))
         with pytest.raises(BackendExecutionError) as info:
-            backend.execute([tape], wires=range(N))
+            backend.execute([tape], ExecutionConfig(wires=tuple(range(N))))
     assert secret not in str(info.value) and secret not in repr(backend)
     assert "login refused" in caplog.text and "rejected credentials" in caplog.text
     assert secret not in caplog.text
-    assert qiskit_backends.redact(f"x{secret}y") == "x***y"
+    assert redact(f"x{secret}y") == "x***y"
 
 
 @pytest.mark.parametrize("mode", ["session", "batch"])

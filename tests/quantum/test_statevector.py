@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybridai import QuantumLayer, backends
-from hybridai.errors import BackendUnavailableError, ConfigError, ResourceLimitError, UnsupportedOperationError
+from hybridai.core.errors import BackendUnavailableError, ConfigError, ResourceLimitError, UnsupportedOperationError
+from hybridai.core.execution import ExecutionConfig
 
 TOL = {"complex128": 1e-10, "complex64": 1e-5}
 
@@ -225,7 +226,7 @@ def test_state_and_density_matrix_match_default_qubit():
     backend = backends.get("statevector")
     for circuit in (state_circuit, rdm_circuit):
         tape = qml.tape.make_qscript(circuit)(x, weights=w)
-        (got,) = backend.execute([tape], wires=range(3))
+        (got,) = backend.execute([tape], ExecutionConfig(wires=(0, 1, 2))).results
         want = qml.QNode(circuit, qml.device("default.qubit", wires=3), interface="torch")(x, weights=w)
         torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
 
@@ -348,7 +349,7 @@ def test_unsupported_operation_names_it_and_a_backend():
 
     tape = qml.tape.make_qscript(sampler, shots=10)(torch.rand(2, 2), weights=None)
     with pytest.raises(UnsupportedOperationError, match="SampleMP"):
-        backends.get("statevector").execute([tape], wires=range(2))
+        backends.get("statevector").execute([tape], ExecutionConfig(wires=(0, 1)))
 
 
 def test_device_targets(monkeypatch):
@@ -364,7 +365,8 @@ def test_complex64_computes_in_single_precision_and_layer_keeps_input_dtype():
     backend = backends.get("statevector", dtype="complex64")
     x = torch.rand(2, 3, dtype=torch.float64)
     tape = qml.tape.make_qscript(expval_circuit)(x, weights=torch.rand(2, 3, 3, dtype=torch.float64))
-    results = backend.execute([tape], wires=range(3))[0]
+    assert backend.capabilities.dtype == "complex64"
+    results = backend.execute([tape], ExecutionConfig(wires=(0, 1, 2))).results[0]
     assert all(r.dtype == torch.float32 for r in results)
     layer = QuantumLayer(expval_circuit, 3, {"weights": (2, 3, 3)}, backend="statevector", dtype="complex64")
     assert layer(x).dtype == torch.float64

@@ -20,7 +20,7 @@ from hybridai import (
     SpikeCountDecoder,
     TimeDistributed,
 )
-from hybridai.errors import ConfigError, HybridAIError, ShapeError
+from hybridai.core.errors import ConfigError, HybridAIError, ShapeError
 
 
 def test_rate_encoder_is_seeded_and_has_the_right_rate():
@@ -154,5 +154,6 @@ def test_spiking_block_between_classical_and_quantum_layers_trains_end_to_end():
     assert "4 neurons" in text and "2 qubits" in text and "1 quantum" in text and "spiking" in text
     hybridai.place(model, spiking="torch:cpu")
     assert model[4].backend == "torch:cpu"
-    with pytest.raises(HybridAIError, match="spiking"):
+    with pytest.raises(HybridAIError, match="pennylane:default.qubit.*not a placement"):  # a quantum executor
         hybridai.place(model, spiking="pennylane:default.qubit")
+    assert model[4].backend == "torch:cpu"  # a refused placement changes nothing

@@ -11,7 +11,7 @@ from torch.utils._pytree import tree_flatten
 
 import hybridai
 from hybridai import CUBA, LIF
-from hybridai.errors import ConfigError, HybridAIError, ShapeError
+from hybridai.core.errors import ConfigError, HybridAIError, ShapeError
 from hybridai.spiking import ATan, FastSigmoid
 
 T, B, N = 24, 3, 10
@@ -104,6 +104,27 @@ def test_spikes_and_gradients_equal_snntorch(kind, reset, surrogate, learn, per_
         assert_gradients_close(getattr(ours, name).grad, getattr(ref, name).grad, 1e-6)
     if not learn:
         assert all(p.grad is None for p in ours.parameters())
+
+
+@pytest.mark.parametrize("kind", ["LIF", "CUBA"])
+@pytest.mark.parametrize("recompute_steps", [None, 5])
+def test_membrane_output_with_zero_reset_has_a_zero_threshold_gradient(kind, recompute_steps):
+    """The membrane depends on the threshold only through the reset, which carries no gradient."""
+    dtype = torch.float64
+    params = random_parameters(3, True, dtype)
+    ref_spikes, ref_mem, ref, ref_x = run_snntorch(kind, params, "zero", "atan", True, dtype)
+    ours = make_ours(kind, params, "zero", "atan", True, output="membrane", recompute_steps=recompute_steps)
+    ours = ours.to(dtype)
+    x = params["x"].clone().requires_grad_()
+    mem = ours(x)
+    assert ref_spikes.sum() > 0 and torch.equal(mem, ref_mem)  # resets happen
+    (ref_mem * params["w_mem"]).sum().backward()
+    (mem * params["w_mem"]).sum().backward()
+    assert ref.threshold.grad is None  # snnTorch: the threshold is not in the membrane's graph
+    assert torch.equal(ours.threshold.grad, torch.zeros_like(ours.threshold))
+    assert_gradients_close(x.grad, ref_x.grad, 1e-6)
+    for name in ("alpha", "beta") if kind == "CUBA" else ("beta",):
+        assert_gradients_close(getattr(ours, name).grad, getattr(ref, name).grad, 1e-6)
 
 
 @pytest.mark.parametrize("kind", ["LIF", "CUBA"])

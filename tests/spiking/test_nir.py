@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from hybridai import CUBA, LIF, LatencyEncoder
-from hybridai.errors import ConfigError, HybridAIError
+from hybridai.core.errors import ConfigError, HybridAIError
 from hybridai.spiking import FastSigmoid
 from hybridai.spiking.nir import from_nir, to_nir
 
@@ -75,7 +75,7 @@ def test_graph_without_hybridai_metadata_uses_nir_semantics():
 
 
 def test_export_errors_name_the_problem():
-    with pytest.raises(HybridAIError, match="model layer '1'=.*LatencyEncoder.*nn.Linear, hybridai.LIF"):
+    with pytest.raises(HybridAIError, match=r"model\[1\]='LatencyEncoder'.*NIR export takes nn.Linear, hybridai.LIF"):
         to_nir(nn.Sequential(nn.Linear(3, 3), LatencyEncoder(4)))
     with pytest.raises(ConfigError, match="n_inputs=None"):
         to_nir(LIF(0.9))

@@ -38,14 +38,21 @@ def test_builtin_backend_conforms(check):
 
 
 def test_every_domain_has_its_checks():
-    names = [c.name for c in conformance_checks("torch")]
+    names = [c.name for c in conformance_checks("torch")]  # a Placement: placement checks per domain
     assert names[:3] == ["registration", "capabilities", "option errors"]
     assert "classical: exact values" in names and "spiking: thread safety" in names
-    quantum = [c.name for c in conformance_checks("statevector")]
+    assert "classical: shared instance" in names and "spiking: shared instance" in names
+    quantum = [c.name for c in conformance_checks("statevector")]  # a QuantumExecutor
     assert {"quantum: gradients", "quantum: shots per seed", "quantum: serialization"} <= set(quantum)
+    assert quantum[-2:] == ["quantum: thread safety", "quantum: shared instance"]
     assert not any(n.startswith("classical") for n in quantum)
-    chip = [c.name for c in conformance_checks("nengo")]
-    assert chip[3:] == ["spiking: compile and run", "spiking: determinism", "spiking: errors on bad input"]
+    chip = [c.name for c in conformance_checks("nengo")]  # a ChipCompiler
+    assert chip[3:] == [
+        "spiking: compile and run",
+        "spiking: determinism",
+        "spiking: errors on bad input",
+        "spiking: shared instance",
+    ]
 
 
 def test_unknown_family_fails_registration_with_the_known_names():
@@ -58,8 +65,8 @@ def test_skips_say_what_is_not_claimed():
     report = run_conformance("torch")
     skipped = {r.check: r.detail for r in report.results if r.status == SKIP}
     assert skipped == {
-        "classical: noise per seed": "claims neither noise nor shots: nothing random to seed",
-        "spiking: noise per seed": "claims neither noise nor shots: nothing random to seed",
+        "classical: noise per seed": "outputs repeat exactly: nothing random to seed",
+        "spiking: noise per seed": "outputs repeat exactly: nothing random to seed",
     }
     assert report.ok and report.counts()[FAIL] == 0
 
@@ -67,13 +74,13 @@ def test_skips_say_what_is_not_claimed():
 DISHONEST = '''
     import torch
     from hybridai import HybridModule, backends
-    from hybridai.backends import Capabilities, ClassicalBackend, QuantumBackend
+    from hybridai.backends import (
+        Execution, Placement, PlacementCapabilities, QuantumCapabilities, QuantumExecutor,
+    )
 
 
-    class NoisyQPU(QuantumBackend):
+    class NoisyQPU(QuantumExecutor):
         """Claims exact, but adds a small deterministic error to every expectation."""
-
-        domains = ("quantum",)
 
         def __init__(self, target=None, **options):
             super().__init__(target, **options)
@@ -81,16 +88,17 @@ DISHONEST = '''
 
         @property
         def capabilities(self):
-            return Capabilities(differentiable=True, exact=True, diff_methods=("best", "backprop"))
+            return QuantumCapabilities(differentiable=True, exact=True, diff_methods=("best", "backprop"))
 
-        def execute(self, tapes, *, wires, diff_method="best"):
+        def execute(self, tapes, config):
             g = torch.Generator().manual_seed(0)
+            run = self.inner.execute(tapes, config)
             out = []
-            for result in self.inner.execute(tapes, wires=wires, diff_method=diff_method):
+            for result in run.results:
                 parts = result if isinstance(result, tuple) else (result,)
                 noisy = tuple(p + 0.01 * torch.randn(p.shape, generator=g, dtype=p.dtype) for p in parts)
                 out.append(noisy if isinstance(result, tuple) else noisy[0])
-            return out
+            return Execution(out, run.stats)
 
 
     class _HalfGradient(torch.autograd.Function):
@@ -106,13 +114,36 @@ DISHONEST = '''
     class HalfGradientQPU(NoisyQPU):
         """Exact values, but gradients half as large as they should be."""
 
-        def execute(self, tapes, *, wires, diff_method="best"):
+        def execute(self, tapes, config):
+            run = self.inner.execute(tapes, config)
             out = []
-            for result in self.inner.execute(tapes, wires=wires, diff_method=diff_method):
+            for result in run.results:
                 parts = result if isinstance(result, tuple) else (result,)
                 halved = tuple(_HalfGradient.apply(p) for p in parts)
                 out.append(halved if isinstance(result, tuple) else halved[0])
-            return out
+            return Execution(out, run.stats)
+
+
+    class StreamQPU(NoisyQPU):
+        """Per-call state: samples from ONE random stream kept on the instance (seeded by the first call)."""
+
+        @property
+        def capabilities(self):
+            return QuantumCapabilities(differentiable=True, exact=True, shots=True, diff_methods=("best", "backprop"))
+
+        def execute(self, tapes, config):
+            if config.shots or any(t.shots for t in tapes):
+                if getattr(self, "stream", None) is None:
+                    self.stream = torch.Generator().manual_seed(config.seed or 0)
+                config = config.replace(seed=int(torch.randint(2**31, (1,), generator=self.stream)))
+            return self.inner.execute(tapes, config)
+
+
+    class ListQPU(NoisyQPU):
+        """Returns the bare list of results (the old contract), not an Execution."""
+
+        def execute(self, tapes, config):
+            return self.inner.execute(tapes, config).results
 
 
     class _Noisy(HybridModule):
@@ -128,19 +159,63 @@ DISHONEST = '''
             return y + 1e-3 * torch.randn(y.shape, dtype=y.dtype)
 
 
-    class NoisyCPU(ClassicalBackend):
+    class NoisyCPU(Placement):
         """Claims exact, wraps every Linear in unseeded noise; swallows unknown options."""
 
         domains = ("classical",)
 
         @property
         def capabilities(self):
-            return Capabilities(differentiable=True, exact=True)
+            return PlacementCapabilities(differentiable=True, exact=True)
 
         def place(self, module):
             if isinstance(module, torch.nn.Linear):
                 return _Noisy(module, self)
             return module
+
+
+    class _Seeded(HybridModule):
+        default_backend = "countingcpu"
+
+        def __init__(self, inner, backend, seed):
+            super().__init__()
+            self.inner = inner
+            self.set_backend(backend)
+            self.generator = torch.Generator().manual_seed(seed)
+
+        def forward(self, x):
+            y = self.inner(x)
+            return y + 1e-3 * torch.randn(y.shape, generator=self.generator, dtype=y.dtype)
+
+
+    class CountingCPU(Placement):
+        """Per-call state: seeds each placed layer from seed= and a counter of the layers it placed so far."""
+
+        domains = ("classical",)
+
+        def __init__(self, target=None, *, seed=0):
+            super().__init__(target, seed=seed)
+            self.seed, self.count = seed, 0
+
+        @property
+        def capabilities(self):
+            return PlacementCapabilities(differentiable=False, exact=False)
+
+        def place(self, module):
+            if not isinstance(module, torch.nn.Module):
+                raise ValueError("not a module")
+            if isinstance(module, torch.nn.Linear):
+                self.count += 1
+                return _Seeded(module, self, 1000 * self.seed + self.count)
+            return module
+
+
+    class UntypedCPU(NoisyCPU):
+        """Describes itself with a plain dict instead of PlacementCapabilities."""
+
+        @property
+        def capabilities(self):
+            return {"differentiable": True, "exact": True}
 '''
 
 
@@ -156,6 +231,10 @@ def dishonest(tmp_path, monkeypatch, fresh_registry):
         "noisyqpu = dishonest_mod:NoisyQPU\n"
         "halfgrad = dishonest_mod:HalfGradientQPU\n"
         "noisycpu = dishonest_mod:NoisyCPU\n"
+        "streamqpu = dishonest_mod:StreamQPU\n"
+        "listqpu = dishonest_mod:ListQPU\n"
+        "untypedcpu = dishonest_mod:UntypedCPU\n"
+        "countingcpu = dishonest_mod:CountingCPU\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     yield
@@ -208,11 +287,43 @@ def test_dishonest_classical_backend_fails(dishonest):
     assert rows["classical: thread safety"].status == FAIL  # unseeded noise: not what the serial run gave
 
 
+def test_per_call_state_fails(dishonest):
+    """A random stream kept on the instance: the same seed gives other samples on a second call, and an
+    instance shared by threads gives other results than fresh instances."""
+    rows = _by_check(run_conformance("streamqpu"))
+    assert rows["quantum: exact values"].status == PASS and rows["quantum: thread safety"].status == PASS
+    assert rows["quantum: shots per seed"].status == FAIL
+    detail = rows["quantum: shots per seed"].detail
+    assert "seed=11 gave different samples on a second call on the same instance" in detail
+    assert rows["quantum: shared instance"].status == FAIL
+    assert "vs the same work run serially" in rows["quantum: shared instance"].detail
+
+
+def test_placement_counting_its_calls_fails_the_shared_instance_check(dishonest):
+    """Seeds drawn from a counter on the backend: fine for one instance per model, wrong when one instance
+    places models from several threads (the noise depends on who came first)."""
+    rows = _by_check(run_conformance("countingcpu"))
+    assert rows["classical: noise per seed"].status == PASS and rows["classical: thread safety"].status == PASS
+    assert rows["classical: shared instance"].status == FAIL
+    assert "vs the same work run serially" in rows["classical: shared instance"].detail
+
+
+def test_old_shapes_fail(dishonest):
+    """execute() returning a bare list, capabilities that are not the contract's typed record."""
+    rows = _by_check(run_conformance("listqpu"))
+    assert rows["registration"].status == PASS
+    assert rows["quantum: result layout"].status == FAIL
+    assert "execute() returned list; accepted: hybridai.backends.Execution" in rows["quantum: result layout"].detail
+    rows = _by_check(run_conformance("untypedcpu"))
+    assert rows["capabilities"].status == FAIL
+    assert "capabilities is dict, not hybridai.backends.PlacementCapabilities" in rows["capabilities"].detail
+
+
 def test_cli_passes_options_and_exits_zero(capsys):
     assert main(["test-backend", "statevector", "-o", "dtype='complex128'", "-o", "fuse_max_qubits=0"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split()[:3] == ["backend", "check", "result"]
-    assert out.splitlines()[-1].split()[:4] == ["total", "10", "checks", "PASS"]
+    assert out.splitlines()[-1].split()[:4] == ["total", "11", "checks", "PASS"]
 
 
 def test_cli_rejects_malformed_option(capsys):

@@ -18,8 +18,8 @@ from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 import hybridai
+from hybridai.core.errors import ConfigError, HybridAIError
 from hybridai.demo import entangling_classifier
-from hybridai.errors import ConfigError, HybridAIError
 from hybridai.quantum.kernel import IQPFeatureMap
 from hybridai.training import distributed, fit
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from hybridai.errors import HybridAIError, MissingExtraError
+from hybridai.core.errors import HybridAIError, MissingExtraError
 from hybridai.training import fit
 
 
@@ -135,7 +135,7 @@ def _fit_call(**changes):
         ({"optimizer": "sgd"}, r"optimizer='str'.*torch.optim.Optimizer"),
         ({"epochs": 0}, r"epochs=0.*positive int"),
         ({"epochs": True}, r"epochs=True.*positive int"),
-        ({"patience": 0}, r"patience=0.*None or a positive int"),
+        ({"patience": 0}, r"patience=0.*positive int"),
         ({"callbacks": print}, r"callbacks=<built-in function print>.*iterable of callables"),
         ({"callbacks": [print, 3]}, r"callbacks\[1\]=3.*callable"),
         ({"device": "gpu0"}, r"device='gpu0'.*'cpu' or 'cuda:0'"),

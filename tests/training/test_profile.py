@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 import hybridai
-from hybridai.errors import ConfigError, HybridAIError
+from hybridai.core.errors import ConfigError, HybridAIError
 
 
 def circuit(inputs, weights):

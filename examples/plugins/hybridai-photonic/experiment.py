@@ -23,8 +23,8 @@ import time
 import hybridai
 import torch
 from hybridai import backends
+from hybridai.core.text_table import format_table
 from hybridai.demo import accuracy, digits_split, hybrid_model, train
-from hybridai.text_table import format_table
 
 from hybridai_photonic import PhotonicBackend, energy_report
 

@@ -8,13 +8,12 @@ option that overrides the preset: ``hybridai.place(model, classical="photonic", 
 
 from __future__ import annotations
 
-import threading
 import warnings
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from hybridai.backends import Availability, Capabilities, ClassicalBackend
-from hybridai.errors import BackendNotFoundError, ConfigError, invalid, suggest
+from hybridai.backends import Availability, Placement, PlacementCapabilities
+from hybridai.core.errors import BackendNotFoundError, ConfigError, invalid, suggest
 
 
 @dataclass(frozen=True)
@@ -95,11 +94,13 @@ PRESETS = {
 OPTIONS = tuple(f.name for f in fields(PhotonicConfig))
 
 
-class PhotonicBackend(ClassicalBackend):
+class PhotonicBackend(Placement):
     """Places eligible ``nn.Linear`` layers on a simulated photonic chip (``PhotonicLinear``).
 
-    Options: every ``PhotonicConfig`` field, and ``seed`` (detector noise; each placed layer
-    draws from its own generator seeded by ``seed`` and its placement order).
+    Options: every ``PhotonicConfig`` field, and ``seed`` (detector noise: each placed layer draws
+    from its own generator, seeded from ``seed`` and the layer's weights when it first runs).
+    The backend holds configuration only: one instance may place any number of models, from any
+    number of threads; all state of a run (the noise generator) lives on the layers.
     """
 
     family = "photonic"  # the registry sets it again to the entry point's name
@@ -122,36 +123,27 @@ class PhotonicBackend(ClassicalBackend):
         self.config = replace(PRESETS[preset], **options)
         self.seed = seed
         super().__init__(target, **options, **({"seed": seed} if seed is not None else {}))
-        self._placed = 0
-        self._lock = threading.Lock()
 
     @classmethod
     def is_available(cls) -> Availability:
         return Availability(True)  # pure torch and numpy: runs wherever hybridai does
 
     @property
-    def capabilities(self) -> Capabilities:
+    def capabilities(self) -> PlacementCapabilities:
         c = self.config
-        return Capabilities(
+        return PlacementCapabilities(
             differentiable=c.ideal,
             exact=c.ideal,
-            noise=c.detector_noise > 0,
             devices=("cpu",),
-            extra={
+            extra={  # for people (hybridai never reads extra)
                 "gradients": "exact" if c.ideal else "straight-through estimate (quantisers pass gradients unchanged)",
                 "phase_bits": c.phase_bits,
                 "input_bits": c.input_bits,
                 "adc_bits": c.adc_bits,
                 "max_modes": c.max_modes,
+                "detector_noise": c.detector_noise,
             },
         )
-
-    def next_seed(self) -> int | None:
-        """The noise seed of the next placed layer: distinct per layer, reproducible per ``seed``."""
-        with self._lock:
-            k = self._placed
-            self._placed += 1
-        return None if self.seed is None else self.seed * 1_000_003 + k
 
     def place(self, module: Any) -> Any:
         """An ``nn.Linear`` that fits the chip becomes a ``PhotonicLinear`` (sharing its parameters);

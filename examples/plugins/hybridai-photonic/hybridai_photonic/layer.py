@@ -11,12 +11,13 @@ passes its gradient to ``weight`` unchanged (exact in the ideal configuration).
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import torch
 from hybridai import HybridModule, backends
-from hybridai.errors import ConfigError, ShapeError, invalid
-from hybridai.text_table import format_table
+from hybridai.core.errors import ConfigError, ShapeError, invalid
+from hybridai.core.text_table import format_table
 from torch import nn
 
 from .backend import PhotonicBackend, PhotonicConfig
@@ -76,14 +77,24 @@ class PhotonicLinear(HybridModule):
             )
         super().set_backend(resolved)
         self.config: PhotonicConfig = resolved.config
-        seed = resolved.next_seed()
-        self.generator = torch.Generator()
-        if seed is None:
-            self.generator.seed()
-        else:
-            self.generator.manual_seed(seed)
+        self.seed = resolved.seed
+        self.generator: torch.Generator | None = None  # seeded on the first noisy run (noise_generator)
         self._cache = None
         return self
+
+    def noise_generator(self) -> torch.Generator:
+        """The detector-noise generator of this layer, made on first use after placement: seeded from
+        the backend's ``seed`` and the weights at that moment (reproducible per seed, distinct per layer,
+        the same after a state_dict is loaded into a freshly placed model), or unseeded."""
+        if self.generator is None:
+            generator = torch.Generator()
+            if self.seed is None:
+                generator.seed()
+            else:
+                weights = zlib.crc32(self.weight.detach().cpu().to(torch.float64).numpy().tobytes())
+                generator.manual_seed((self.seed * 1_000_003 + weights) % 2**63)
+            self.generator = generator
+        return self.generator
 
     def programmed(self) -> Programmed:
         """The chip's programming for the current weights (recomputed when the weights change)."""
@@ -123,7 +134,7 @@ class PhotonicLinear(HybridModule):
         field = nn.functional.linear(amplitudes, effective / scale) / power  # |field| <= 1: the mesh is lossless
         if c.detector_noise:
             transmission = 10 ** (-c.loss_db * self._cache[2].depth / 20)
-            noise = torch.randn(field.shape, generator=self.generator, dtype=torch.float64)
+            noise = torch.randn(field.shape, generator=self.noise_generator(), dtype=torch.float64)
             field = field + (noise * (c.detector_noise / transmission)).to(device=x.device, dtype=x.dtype)
         out = _quantise(field, c.adc_bits) * (power * peak * scale)  # ADC, then the host's scales
         return out if bias is None else out + bias

@@ -1,0 +1,71 @@
+"""What a configured backend can honestly do: one typed record per contract.
+
+Capabilities are descriptions, read by layers, ``summary`` and the conformance suite; ``extra``
+holds free-form facts for people (never a control channel that hybridai reads).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class QuantumCapabilities:
+    """A quantum executor's capabilities.
+
+    differentiable: gradients reach every torch parameter of the tapes (autograd or a shift rule).
+    exact: results are exact (no sampling, no noise) up to floating point.
+    shots: results can be sampled with a finite number of shots.
+    noise: the executor models noise (a noisy simulator or real hardware).
+    max_qubits: size limit, ``None`` when only memory limits it.
+    diff_methods: gradient methods ``ExecutionConfig.diff_method`` accepts.
+    devices: torch devices the executor computes on.
+    dtype: the complex dtype of exact simulation ("complex128" or "complex64"); results come back
+        in the matching real dtype.
+    mitigation_engines: ZNE engines the executor runs itself (e.g. ``("ibm",)``); any other
+        mitigation is applied around it by ``hybridai.quantum.execution``.
+    """
+
+    differentiable: bool = False
+    exact: bool = True
+    shots: bool = False
+    noise: bool = False
+    max_qubits: int | None = None
+    diff_methods: tuple[str, ...] = ("best",)
+    devices: tuple[str, ...] = ("cpu",)
+    dtype: str = "complex128"
+    mitigation_engines: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class PlacementCapabilities:
+    """A placement's capabilities: how faithfully and where the placed torch modules run.
+
+    differentiable: gradients of placed modules are true derivatives.
+    exact: placed modules compute what they compute on the CPU (no quantisation or noise).
+    devices: torch devices the placed modules compute on.
+    """
+
+    differentiable: bool = True
+    exact: bool = True
+    devices: tuple[str, ...] = ("cpu",)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class ChipCapabilities:
+    """A chip compiler's capabilities.
+
+    bit_exact: the compiled network reproduces the chip's integer arithmetic exactly.
+    hardware: names of attached physical devices (empty: emulated in software).
+    max_neurons: size limit, ``None`` when only memory limits it.
+    devices: torch devices an emulator computes on.
+    """
+
+    bit_exact: bool = False
+    hardware: tuple[str, ...] = ()
+    max_neurons: int | None = None
+    devices: tuple[str, ...] = ("cpu",)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)

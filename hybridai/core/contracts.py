@@ -1,0 +1,126 @@
+"""The three backend contracts. A backend *family* is a class registered under a name (such as
+``"statevector"``); a configured backend is an instance, built from an optional *target* (the part
+of ``"family:target"`` after the colon) and keyword options. Each contract is small and typed:
+
+- ``QuantumExecutor``: ``execute(tapes, config) -> Execution`` for PennyLane tapes;
+- ``Placement``: ``place(module) -> module`` puts torch modules (classical or spiking layers) on a
+  device or a plugin;
+- ``ChipCompiler``: ``compile(model, calibration=) -> CompiledNetwork`` for neuromorphic chips.
+
+Backend objects are shared by many layers and threads: they hold configuration and caches, never
+per-call state. Heavy imports of a backend's own stack happen inside its methods.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar, NamedTuple
+
+from hybridai.core.capabilities import ChipCapabilities, PlacementCapabilities, QuantumCapabilities
+from hybridai.core.execution import Execution, ExecutionConfig
+
+DOMAINS = ("classical", "quantum", "spiking")
+
+
+class Availability(NamedTuple):
+    """Whether a backend family can run here and, if not, why."""
+
+    available: bool
+    reason: str = ""
+
+
+class Backend(ABC):
+    """What every backend has: a family, a target, options, a name, capabilities, availability.
+
+    Implement one of the three contracts below, not this class.
+    """
+
+    family: ClassVar[str] = ""
+    domains: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, target: str | None = None, **options: Any) -> None:
+        self.target = target
+        self.options = options
+
+    @property
+    def name(self) -> str:
+        """The registry name this backend answers to: ``family`` or ``family:target``."""
+        return f"{self.family}:{self.target}" if self.target else self.family
+
+    @property
+    @abstractmethod
+    def capabilities(self) -> Any:
+        """The honest capabilities of this configured backend (the contract's typed record)."""
+
+    @classmethod
+    def is_available(cls) -> Availability:
+        """Whether the family can run on this machine; the reason when it cannot."""
+        return Availability(True)
+
+    def __repr__(self) -> str:
+        opts = "".join(f", {k}={v!r}" for k, v in sorted(self.options.items()))
+        return f"<{type(self).__name__} {self.name!r}{opts}>"
+
+
+class QuantumExecutor(Backend):
+    """Executes PennyLane tapes (``QuantumScript``) whose parameters are torch tensors."""
+
+    domains = ("quantum",)
+
+    @property
+    @abstractmethod
+    def capabilities(self) -> QuantumCapabilities: ...
+
+    @abstractmethod
+    def execute(self, tapes: Sequence[Any], config: ExecutionConfig) -> Execution:
+        """Run ``tapes`` on ``config.wires`` with the call's shots, seed and gradient method.
+
+        Returns one result per tape in PennyLane's layout (a tensor for one measurement, a tuple
+        for several; broadcast tapes give a leading batch dimension) and the call's statistics.
+        Gradients flow to every torch parameter of the tapes when ``capabilities.differentiable``.
+        ``config.mitigation`` is handled by ``hybridai.quantum.execution.execute`` unless its engine
+        is in ``capabilities.mitigation_engines``.
+        """
+
+
+class Placement(Backend):
+    """Puts torch modules (classical layers, spiking layers trained in torch) where they run."""
+
+    domains = ("classical", "spiking")
+
+    @property
+    @abstractmethod
+    def capabilities(self) -> PlacementCapabilities: ...
+
+    @abstractmethod
+    def place(self, module: Any) -> Any:
+        """Return ``module`` ready to run on this backend (moved, or wrapped)."""
+
+
+class ChipCompiler(Backend):
+    """Compiles a trained spiking (or quantized) network to a chip's number formats.
+
+    Chips take whole networks, not single layers: ``hybridai.deploy`` calls ``compile`` once and
+    runs the returned ``hybridai.neuromorphic.CompiledNetwork``. Compiled networks are not
+    differentiable.
+    """
+
+    domains = ("spiking",)
+
+    @property
+    @abstractmethod
+    def capabilities(self) -> ChipCapabilities: ...
+
+    @abstractmethod
+    def compile(self, model: Any, *, calibration: Any = None) -> Any:
+        """A ``CompiledNetwork`` for ``model`` (an ``nn.Sequential``), quantized with the help of
+        ``calibration`` (a batch in the model's input layout) where the chip needs activation ranges."""
+
+
+CONTRACTS: tuple[type[Backend], ...] = (QuantumExecutor, Placement, ChipCompiler)
+
+
+def contract_of(cls: type[Backend]) -> type[Backend] | None:
+    """The contract ``cls`` implements, or ``None``."""
+    return next((c for c in CONTRACTS if issubclass(cls, c)), None)

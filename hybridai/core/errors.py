@@ -1,0 +1,119 @@
+"""Every error a user can cause: one base class, a few precise subclasses.
+
+Messages name the argument, the value received and what would be accepted, so that
+the fix is obvious from the message alone.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable
+
+import numpy as np
+
+
+class HybridAIError(Exception):
+    """Base class of every error hybridai raises on purpose."""
+
+
+class ConfigError(HybridAIError, ValueError):
+    """An argument has a value hybridai cannot accept."""
+
+
+class ShapeError(HybridAIError, ValueError):
+    """A tensor has the wrong rank, width, dtype or device."""
+
+
+class BackendNotFoundError(HybridAIError, LookupError):
+    """A backend name (family or target) is not registered or not installed."""
+
+
+class BackendUnavailableError(HybridAIError, RuntimeError):
+    """A backend is registered but cannot run here (missing device, failed import, ...)."""
+
+
+class UnsupportedOperationError(HybridAIError, NotImplementedError):
+    """A backend cannot execute an operation or measurement; the message names another backend that can."""
+
+
+class BackendExecutionError(HybridAIError, RuntimeError):
+    """A backend job failed (after its retries); the message carries the job id."""
+
+    def __init__(self, message: str, job_id: str | None = None) -> None:
+        self.job_id = job_id
+        super().__init__(message)
+
+
+class ResourceLimitError(HybridAIError, MemoryError):
+    """A computation would exceed a configured memory limit; refused before allocating."""
+
+
+class MissingExtraError(HybridAIError, ImportError):
+    """An optional package is not installed; the message names the pip extra."""
+
+    def __init__(self, package: str, extra: str, purpose: str = "") -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(missing_extra(package, extra, purpose))
+
+
+def missing_extra(package: str, extra: str, purpose: str = "") -> str:
+    """The one way hybridai says an optional package is missing: the package, the extra, the commands."""
+    what = f" (needed for {purpose})" if purpose else ""
+    return (
+        f"the optional package {package!r} is not installed{what}; install it with: pip install 'hybridai[{extra}]' "
+        f"(from a clone of hybridai: pip install -e '.[{extra}]')"
+    )
+
+
+def invalid(argument: str, value: object, accepted: str, cls: type[HybridAIError] = ConfigError):
+    """Build an error that names the argument, the value received and what is accepted."""
+    return cls(f"{argument}={value!r} is not valid; accepted: {accepted}")
+
+
+def positive_int(argument: str, value: object) -> int:
+    """``value`` if it is a positive int (not a bool), else a ConfigError naming ``argument``."""
+    return bounded_int(argument, value, 1)
+
+
+def non_negative_int(argument: str, value: object) -> int:
+    """``value`` if it is an int >= 0 (not a bool), else a ConfigError naming ``argument``."""
+    return bounded_int(argument, value, 0)
+
+
+def bounded_int(argument: str, value: object, low: int | None = None, high: int | None = None) -> int:
+    """``value`` as an int if it is an integer (Python or numpy, not a bool) in ``[low, high]`` (either
+    bound optional), else a ConfigError naming ``argument``, the value and the accepted range."""
+    if (
+        isinstance(value, bool | np.bool_)
+        or not isinstance(value, numbers.Integral)
+        or ((low is not None and value < low) or (high is not None and value > high))
+    ):
+        raise invalid(argument, value, _int_range(low, high))
+    return int(value)
+
+
+def _int_range(low: int | None, high: int | None) -> str:
+    if low is not None and high is not None:
+        return f"an int in [{low}, {high}]"
+    if low is not None:
+        return {0: "a non-negative int", 1: "a positive int"}.get(low, f"an int >= {low}")
+    return "an int" if high is None else f"an int <= {high}"
+
+
+def optional_int(argument: str, value: object, low: int = 0) -> int | None:
+    """``None``, or an int >= ``low`` (not a bool); else a ConfigError naming ``argument``."""
+    if value is None:
+        return None
+    try:
+        return bounded_int(argument, value, low)
+    except ConfigError:
+        raise invalid(argument, value, f"None or {_int_range(low, None)}") from None
+
+
+def suggest(name: str, candidates: Iterable[str], n: int = 3) -> str:
+    """' Did you mean: a, b?' for the closest candidates, or '' when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(candidates), n=n, cutoff=0.5)
+    return f" Did you mean: {', '.join(repr(c) for c in close)}?" if close else ""

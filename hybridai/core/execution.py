@@ -1,0 +1,78 @@
+"""One quantum execution: the per-call configuration going in, results and statistics coming out.
+
+Backends are shared by many layers and threads, so everything that belongs to one call travels
+with it: shots, seed, gradient method and mitigation in ``ExecutionConfig``; circuit and call
+counts, time and mitigation data in the returned ``Execution``, kept by the layer that asked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from hybridai.core.errors import invalid, optional_int
+
+
+@dataclass(frozen=True)
+class ExecutionConfig:
+    """Per-call settings of ``QuantumExecutor.execute``.
+
+    wires: the register the tapes act on (wire labels, in order: position q is qubit q).
+    shots: ``None`` for the executor's default (exact, or its configured shots), or a positive int.
+    seed: ``None`` for fresh randomness, or an int: the same seed gives the same samples.
+    diff_method: a gradient method from the executor's ``capabilities.diff_methods``.
+    mitigation: ``hybridai.ZNE(...)`` or ``None``.
+    keep_gates: the tapes were folded on purpose: the executor must not cancel or merge gates
+        (Qiskit executors transpile at optimisation level 0).
+    """
+
+    wires: tuple[Any, ...] = ()
+    shots: int | None = None
+    seed: int | None = None
+    diff_method: str = "best"
+    mitigation: Any = None
+    keep_gates: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.wires, str | int) or not hasattr(self.wires, "__iter__"):
+            raise invalid("wires", self.wires, "a sequence of wire labels, e.g. (0, 1, 2)")
+        object.__setattr__(self, "wires", tuple(self.wires))  # range(3), qml.Wires, lists: one hashable form
+        optional_int("shots", self.shots, 1)
+        optional_int("seed", self.seed, 0)
+        if not isinstance(self.diff_method, str):
+            raise invalid("diff_method", self.diff_method, "a gradient method name such as 'best'")
+
+    def replace(self, **changes: Any) -> ExecutionConfig:
+        """A copy with ``changes`` applied."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class ExecutionStats:
+    """What one execution cost: circuits run (parameter sets bound), primitive calls, shots, seconds
+    spent waiting for the executions."""
+
+    circuits: int = 0
+    calls: int = 0
+    shots: int = 0
+    seconds: float = 0.0
+
+    def __add__(self, other: ExecutionStats) -> ExecutionStats:
+        return ExecutionStats(
+            self.circuits + other.circuits,
+            self.calls + other.calls,
+            self.shots + other.shots,
+            self.seconds + other.seconds,
+        )
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Results of ``execute``: one per tape (PennyLane's layout: a tensor for one measurement, a tuple
+    for several; a leading batch dimension for broadcast tapes), the cost, and mitigation data
+    (when zero-noise extrapolation ran: a ``ZNEResult``, or a list of one per tape for several tapes)."""
+
+    results: list[Any]
+    stats: ExecutionStats = field(default_factory=ExecutionStats)
+    mitigation: Any = None

@@ -1,0 +1,168 @@
+"""HybridModule (the base of every hybridai layer), placement and the model summary.
+
+A model is ONE ``nn.Module`` tree. Each hybridai layer knows its ``domain``
+(classical, quantum, spiking) and its ``backend`` (a registry name resolved lazily);
+any plain ``nn.Module`` counts as classical and runs on the torch device of its
+parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from torch import nn
+
+from hybridai.core import registry
+from hybridai.core.contracts import DOMAINS, Backend, Placement, QuantumExecutor
+from hybridai.core.errors import invalid
+from hybridai.core.text_table import format_table
+
+
+class HybridModule(nn.Module):
+    """An ``nn.Module`` with a domain and a backend.
+
+    Subclasses set ``domain`` and ``default_backend`` and call ``set_backend`` in their
+    constructor (which validates the name and the domain at once). The configured
+    backend object is rebuilt on demand after pickling, so ``torch.save(model)`` works.
+    """
+
+    domain: ClassVar[str] = "classical"
+    default_backend: ClassVar[str] = "torch"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._backend_name = self.default_backend
+        self._backend_options: dict[str, Any] = {}
+        self._backend: Backend | None = None
+
+    @property
+    def backend(self) -> str:
+        """The registry name of this layer's backend, e.g. ``"pennylane:default.qubit"``."""
+        return self._backend_name
+
+    @property
+    def backend_options(self) -> dict[str, Any]:
+        """The options this layer's backend was configured with (a copy), e.g. ``{"seed": 3}``."""
+        return dict(self._backend_options)
+
+    def set_backend(self, backend: str | Backend, **options: Any) -> HybridModule:
+        """Re-target this layer; raises a HybridAIError for unknown or wrong-domain backends."""
+        resolved = _resolve(backend, self.domain, options)
+        self._backend_name = resolved.name
+        # a backend object brings its own options: kept so that it can be rebuilt after unpickling
+        self._backend_options = dict(resolved.options if isinstance(backend, Backend) else options)
+        self._backend = resolved
+        return self
+
+    @property
+    def resolved_backend(self) -> Backend:
+        """The configured backend object (created on first use)."""
+        if self._backend is None:
+            self._backend = _resolve(self._backend_name, self.domain, self._backend_options)
+        return self._backend
+
+    def size_description(self) -> str:
+        """Qubits or neurons, for the summary table; '' when not meaningful."""
+        return ""
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
+        state = dict(state)
+        state["_backend"] = None  # backends hold devices and locks: rebuilt lazily after loading
+        return state
+
+    def extra_repr(self) -> str:
+        return f"backend={self._backend_name!r}"
+
+
+def _resolve(backend: str | Backend, domain: str, options: dict[str, Any]) -> Backend:
+    """The backend for a layer of ``domain``: a quantum executor for quantum layers, a placement
+    for classical and spiking ones (a chip compiler is refused with a pointer to ``hybridai.deploy``)."""
+    contract = QuantumExecutor if domain == "quantum" else Placement
+    return registry.get(backend, contract, domain=domain, **options)
+
+
+def _layers(model: nn.Module, prefix: str = "") -> Iterator[tuple[str, nn.Module]]:
+    """Leaf modules and hybridai layers (not descending into them), with qualified names."""
+    children = list(model.named_children())
+    if isinstance(model, HybridModule) or not children:
+        yield prefix or type(model).__name__, model
+        return
+    for name, child in children:
+        yield from _layers(child, f"{prefix}.{name}" if prefix else name)
+
+
+def _classical_backend_name(module: nn.Module) -> str:
+    tensors = list(module.parameters()) + list(module.buffers())
+    if not tensors:
+        return "torch"
+    device = tensors[0].device
+    return f"torch:{device}" if device.type != "cpu" or device.index is not None else "torch:cpu"
+
+
+def place(
+    model: nn.Module,
+    *,
+    quantum: str | Backend | None = None,
+    spiking: str | Backend | None = None,
+    classical: str | Backend | None = None,
+    **options: Any,
+) -> nn.Module:
+    """Re-target every layer of a domain to a backend; returns the placed model.
+
+    The model is changed in place; the returned object is ``model`` itself unless the
+    classical backend wraps the root module (a bare ``nn.Linear`` on a plugin backend).
+
+    ``place(model, quantum="pennylane:lightning.qubit", classical="torch:cuda")``; a configured
+    backend object (``hybridai.backends.get(...)``) is shared by every layer it is given to. Plain
+    ``nn.Module`` layers are classical and are handed to the classical backend, which moves
+    (or wraps) them. Every name is validated before any layer changes, so a bad name leaves
+    the model untouched.
+    """
+    targets = {"quantum": quantum, "spiking": spiking, "classical": classical}
+    resolved = {d: _resolve(n, d, options) for d, n in targets.items() if n is not None}
+    return _place_tree(model, resolved)
+
+
+def _place_tree(module: nn.Module, resolved: dict[str, Backend]) -> nn.Module:
+    """Place ``module`` and its subtree; return what stands in its place (moved or wrapped)."""
+    if isinstance(module, HybridModule):
+        backend = resolved.get(module.domain)
+        if backend is None:
+            return module
+        module.set_backend(backend)
+        return backend.place(module) if isinstance(backend, Placement) else module
+    for name, child in list(module.named_children()):
+        placed = _place_tree(child, resolved)
+        if placed is not child:
+            setattr(module, name, placed)
+    leaf = next(module.children(), None) is None or next(module.parameters(recurse=False), None) is not None
+    classical = resolved.get("classical")
+    return classical.place(module) if leaf and isinstance(classical, Placement) else module
+
+
+def summary(model: nn.Module, *, show: bool = True) -> str:
+    """A table of layers: name, type, domain, backend, trainable parameters, qubits/neurons.
+
+    Printed (unless ``show=False``) and returned as text.
+    """
+    if not isinstance(model, nn.Module):
+        raise invalid("model", type(model).__name__, "a torch.nn.Module")
+    rows, total = [], 0
+    counts = dict.fromkeys(DOMAINS, 0)
+    for name, layer in _layers(model):
+        n_params = sum(p.numel() for p in layer.parameters() if p.requires_grad)
+        total += n_params
+        if isinstance(layer, HybridModule):
+            domain, backend, size = layer.domain, layer.backend, layer.size_description()
+        else:
+            domain, backend, size = "classical", _classical_backend_name(layer), ""
+        counts[domain] += 1
+        rows.append([name, type(layer).__name__, domain, backend, f"{n_params:,}", size])
+    mix = ", ".join(f"{n} {d}" for d, n in counts.items() if n)
+    footer = ["total", f"{len(rows)} layers", mix, "", f"{total:,}", ""]
+    text = format_table(["layer", "type", "domain", "backend", "params", "qubits/neurons"], rows, footer)
+    if show:
+        print(text)
+    return text

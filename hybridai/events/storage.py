@@ -1,0 +1,294 @@
+"""Large event sets in HDF5: write once or append, read one stream at a time through a torch Dataset.
+
+Layout of a file (format ``hybridai-events``, version 1)::
+
+    /events/x, /events/y, /events/t, /events/p   one column per field, all streams concatenated
+    /offsets                                     int64 [n_streams + 1]; stream i is rows offsets[i]:offsets[i+1]
+    /labels                                      int64 [n_streams]
+    attrs: format, version, sensor_size (width, height, polarities)
+
+``save_events`` writes uncompressed contiguous columns by default, which ``EventDataset``
+reads through numpy memory maps (the OS pages in only what a stream touches). With
+``compression`` (or when streams are appended with ``EventWriter``) the columns are chunked,
+and a read decompresses only the chunks that hold the stream. Files are written to a
+temporary name and renamed, so a failure never leaves a half-written file behind.
+h5py is imported on first use (``pip install 'hybridai[events]'``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from hybridai.core.errors import ConfigError, MissingExtraError, ShapeError, bounded_int, invalid, positive_int
+from hybridai.events.arrays import EVENT_DTYPE, FIELDS, check_events, check_sensor_size
+
+FORMAT = "hybridai-events"
+VERSION = 1
+
+
+def _int(argument: str, value: object) -> int:
+    """``bounded_int`` that also takes numpy integers (labels and indices often are), returned as a Python int."""
+    return bounded_int(argument, int(value) if isinstance(value, np.integer) else value)
+
+
+def _h5py() -> Any:
+    try:
+        import h5py
+    except ImportError:
+        raise MissingExtraError("h5py", "events", "storing event sets in HDF5") from None
+    return h5py
+
+
+def _temporary_sibling(path: Path) -> Path:
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(handle)
+    return Path(name)
+
+
+class EventWriter:
+    """Append event streams to a new HDF5 file one at a time (chunked, optionally compressed).
+
+    ``with EventWriter(path, sensor_size) as writer: writer.append(events, label)``. The file
+    appears at ``path`` only when the block ends without an error.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        sensor_size: tuple[int, int, int],
+        *,
+        compression: str | None = None,
+        chunk_events: int = 65536,
+    ) -> None:
+        self.path = Path(path)
+        self.sensor_size = check_sensor_size(sensor_size)
+        if compression not in (None, "gzip", "lzf"):
+            raise invalid("compression", compression, "None, 'gzip' or 'lzf'")
+        positive_int("chunk_events", chunk_events)
+        if not self.path.parent.is_dir():
+            raise invalid("path", str(path), "a file path inside an existing folder")
+        self.compression, self.chunk_events = compression, chunk_events
+        self._file: Any = None
+        self._temporary: Path | None = None
+        self._offsets = [0]
+        self._labels: list[int] = []
+
+    def __enter__(self) -> EventWriter:
+        h5py = _h5py()
+        self._temporary = _temporary_sibling(self.path)
+        self._file = h5py.File(self._temporary, "w")
+        group = self._file.create_group("events")
+        for name in FIELDS:
+            group.create_dataset(
+                name,
+                shape=(0,),
+                maxshape=(None,),
+                dtype=EVENT_DTYPE[name],
+                chunks=(self.chunk_events,),
+                compression=self.compression,
+            )
+        return self
+
+    def append(self, events: np.ndarray, label: int = -1) -> None:
+        """Add one stream (validated against the sensor size) and its integer label."""
+        if self._file is None:
+            raise ConfigError("EventWriter.append was called outside its 'with' block; accepted: inside 'with'")
+        events = check_events(events, self.sensor_size)
+        label = _int("label", label)
+        start, stop = self._offsets[-1], self._offsets[-1] + len(events)
+        for name in FIELDS:
+            dataset = self._file["events"][name]
+            dataset.resize((stop,))
+            dataset[start:stop] = events[name]
+        self._offsets.append(stop)
+        self._labels.append(label)
+
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
+        try:
+            if kind is None:
+                _finish(self._file, self._offsets, self._labels, self.sensor_size)
+        finally:
+            self._file.close()
+            self._file = None
+        if kind is None:
+            os.replace(self._temporary, self.path)
+        else:
+            self._temporary.unlink(missing_ok=True)
+
+
+def _finish(file: Any, offsets: Sequence[int], labels: Sequence[int], sensor_size: tuple[int, int, int]) -> None:
+    file.create_dataset("offsets", data=np.asarray(offsets, dtype=np.int64))
+    file.create_dataset("labels", data=np.asarray(labels, dtype=np.int64))
+    file.attrs["format"] = FORMAT
+    file.attrs["version"] = VERSION
+    file.attrs["sensor_size"] = np.asarray(sensor_size, dtype=np.int64)
+
+
+def save_events(
+    path: str | os.PathLike,
+    streams: Iterable[np.ndarray],
+    labels: Iterable[int] | None = None,
+    *,
+    sensor_size: tuple[int, int, int],
+    compression: str | None = None,
+) -> Path:
+    """Write event streams (and integer labels, default -1) to one HDF5 file; returns its path.
+
+    Uncompressed files are contiguous (memory-mappable); ``compression='gzip'`` or ``'lzf'``
+    gives chunked columns.
+    """
+    streams = [check_events(s, sensor_size, argument=f"streams[{i}]") for i, s in enumerate(streams)]
+    labels = [-1] * len(streams) if labels is None else list(labels)
+    if len(labels) != len(streams):
+        raise invalid("labels", f"{len(labels)} labels", f"one label per stream ({len(streams)})", ShapeError)
+    if compression is not None:
+        with EventWriter(path, sensor_size, compression=compression) as writer:
+            for events, label in zip(streams, labels, strict=True):
+                writer.append(events, label)
+        return Path(path)
+    h5py = _h5py()
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise invalid("path", str(path), "a file path inside an existing folder")
+    size = check_sensor_size(sensor_size)
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in streams], dtype=np.int64)])
+    joined = np.concatenate(streams) if streams else np.empty(0, dtype=EVENT_DTYPE)
+    temporary = _temporary_sibling(path)
+    try:
+        with h5py.File(temporary, "w") as file:
+            group = file.create_group("events")
+            for name in FIELDS:
+                group.create_dataset(name, data=np.ascontiguousarray(joined[name]))
+            _finish(file, offsets, [int(v) for v in labels], size)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return path
+
+
+class EventDataset(torch.utils.data.Dataset):
+    """Streams of an HDF5 event file as a torch Dataset of ``(events, label)``.
+
+    Opens the file lazily in each process (DataLoader workers included) and reads only the
+    rows of the requested stream: through numpy memory maps when the columns are contiguous,
+    through h5py's chunked reads otherwise (``mmap=False`` forces h5py). ``transform`` (for
+    example ``ToTimeSteps``) is applied to the event array.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike, transform: Callable[[np.ndarray], Any] | None = None, *, mmap: bool = True
+    ) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise invalid("path", str(path), "an existing HDF5 file written by hybridai.events.save_events")
+        self.transform = transform
+        self.mmap = bool(mmap)
+        h5py = _h5py()
+        try:
+            with h5py.File(self.path, "r") as file:
+                if file.attrs.get("format") != FORMAT:
+                    raise invalid("path", str(path), f"an HDF5 file in the {FORMAT!r} format (save_events)")
+                self.offsets = file["offsets"][()]
+                self.labels = file["labels"][()]
+                self.sensor_size = tuple(int(v) for v in file.attrs["sensor_size"])
+        except OSError as exc:
+            raise invalid("path", str(path), f"a readable HDF5 file ({exc})") from None
+        self._columns: dict[str, Any] | None = None
+        self._file: Any = None
+        self._pid: int | None = None
+
+    @property
+    def uses_mmap(self) -> bool:
+        """Whether reads go through numpy memory maps (contiguous, uncompressed columns)."""
+        return all(isinstance(c, np.memmap) for c in self._open().values())
+
+    def _open(self) -> dict[str, Any]:
+        if self._columns is not None and self._pid == os.getpid():
+            return self._columns
+        h5py = _h5py()
+        self._file = h5py.File(self.path, "r")
+        columns: dict[str, Any] = {}
+        for name in FIELDS:
+            dataset = self._file["events"][name]
+            offset = dataset.id.get_offset() if self.mmap and dataset.chunks is None else None
+            if offset is not None and dataset.shape[0] > 0:
+                columns[name] = np.memmap(self.path, dtype=dataset.dtype, mode="r", offset=offset, shape=dataset.shape)
+            else:
+                columns[name] = dataset
+        self._columns, self._pid = columns, os.getpid()
+        return columns
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def events(self, index: int) -> np.ndarray:
+        """The event array of stream ``index`` (read from disk, not cached)."""
+        index = _int("index", index)
+        if not -len(self) <= index < len(self):
+            raise invalid("index", index, f"an int in [0, {len(self)})")
+        index %= len(self)
+        start, stop = int(self.offsets[index]), int(self.offsets[index + 1])
+        columns = self._open()
+        events = np.empty(stop - start, dtype=EVENT_DTYPE)
+        for name in FIELDS:
+            events[name] = columns[name][start:stop]
+        return events
+
+    def __getitem__(self, index: int) -> tuple[Any, int]:
+        events = self.events(index)
+        label = int(self.labels[int(index) % len(self)])
+        return (self.transform(events) if self.transform else events), label
+
+    def close(self) -> None:
+        """Close the file handle of this process (reopened on the next read)."""
+        if self._file is not None and self._pid == os.getpid():
+            self._file.close()
+        self._file, self._columns, self._pid = None, None, None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.update(_file=None, _columns=None, _pid=None)
+        return state
+
+
+def pad_collate(batch: Sequence[tuple[Any, int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Collate ``(data, label)`` pairs of different lengths: returns ``(data, labels, lengths)``.
+
+    Tensors ``[T_i, ...]`` become one time-major tensor ``[T_max, B, ...]`` padded with zeros
+    (ready for spiking layers). Event arrays become ``int64 [B, N_max, 4]`` rows of
+    ``(x, y, t, p)`` padded with -1. ``lengths`` holds each item's T_i or N_i.
+    """
+    if not batch:
+        raise invalid("batch", "an empty batch", "at least one (data, label) pair")
+    if any(not isinstance(item, tuple | list) or len(item) != 2 for item in batch):
+        raise invalid("batch", type(batch[0]).__name__, "(data, label) pairs", ShapeError)
+    items, labels = zip(*batch, strict=True)
+    label_tensor = torch.as_tensor(np.asarray(labels, dtype=np.int64))
+    lengths = torch.tensor([len(item) for item in items], dtype=torch.int64)
+    if all(isinstance(item, np.ndarray) and item.dtype.names is not None for item in items):
+        padded = torch.full((len(items), int(lengths.max()), 4), -1, dtype=torch.int64)
+        for i, events in enumerate(items):
+            columns = np.stack([events[name].astype(np.int64) for name in FIELDS], axis=1)
+            padded[i, : len(events)] = torch.from_numpy(columns)
+        return padded, label_tensor, lengths
+    if all(torch.is_tensor(item) and item.ndim >= 1 for item in items):
+        tails = {tuple(item.shape[1:]) for item in items}
+        if len(tails) != 1:
+            raise invalid(
+                "batch",
+                f"tensors with trailing shapes {sorted(tails)}",
+                "tensors [T_i, ...] that differ only in T_i",
+                ShapeError,
+            )
+        padded = torch.nn.utils.rnn.pad_sequence(list(items), batch_first=False)
+        return padded, label_tensor, lengths
+    kinds = sorted({type(item).__name__ for item in items})
+    raise invalid("batch", f"items of types {kinds}", "all event arrays or all tensors [T_i, ...]", ShapeError)

@@ -1,0 +1,238 @@
+"""Loihi 1 synapses and feed-forward chains of layers, on the compartment emulator of ``loihi``.
+
+Weight formats per quirk set, the weight exponent, the one-step synaptic delay and ``run_network``
+(see the ``compartments`` module docstring for the rules and their sources). Import from ``loihi``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import torch
+
+from hybridai.core.errors import ShapeError, bounded_int, invalid
+from hybridai.neuromorphic.loihi.compartments import (
+    WEIGHT_EXP_RANGE,
+    CompartmentConfig,
+    Compartments,
+    check_integer,
+    check_quirks,
+)
+
+
+def weight_range(quirks: str, weights: torch.Tensor | None = None) -> tuple[int, int, str]:
+    """(low, high, rule) of the weight mantissas a quirk set accepts for this matrix."""
+    if check_quirks(quirks) == "nengo":
+        return -254, 254, "even integers in [-254, 254] (nengo-loihi's mixed-sign format: 7-bit magnitudes x 2)"
+    if weights is not None and weights.numel() and bool((weights >= 0).all()):
+        return 0, 255, "integers in [0, 255] (Lava, all excitatory)"
+    if weights is not None and weights.numel() and bool((weights <= 0).all()):
+        return -255, 0, "integers in [-255, 0] (Lava, all inhibitory)"
+    return -256, 255, "integers in [-256, 255] (Lava, mixed signs: the least significant bit is dropped)"
+
+
+def check_weights(weights: Any, weight_exp: Any, quirks: str = "nengo", name: str = "weights") -> torch.Tensor:
+    """Validate a weight mantissa matrix ``[N, F]`` and its exponent; return the mantissas that act (int64).
+
+    Lava drops the least significant bit of a mixed-sign matrix (``(w >> 1) << 1``); nengo-loihi
+    requires even mantissas (it stores 7-bit magnitudes doubled).
+    """
+    w = check_integer(weights, name, rank=2)
+    bounded_int(f"{name} weight_exp", weight_exp, *WEIGHT_EXP_RANGE)
+    low, high, rule = weight_range(quirks, w)
+    if (w < low).any() or (w > high).any():
+        raise invalid(name, f"tensor with range [{int(w.min())}, {int(w.max())}]", rule)
+    if quirks == "nengo" and (w % 2 != 0).any():
+        raise invalid(name, f"tensor with odd value {int(w[w % 2 != 0][0])}", rule)
+    if quirks == "lava" and low == -256:
+        w = (w >> 1) << 1
+    return w
+
+
+def synaptic_input(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int, quirks: str) -> torch.Tensor:
+    """q [T, B, N] (int64) that input spike counts [T, B, F] deliver through mantissas ``weights`` [N, F]
+    (checked by ``check_weights``).
+
+    No delay here (``run_network`` adds it).
+    """
+    counts = check_integer(counts, "counts")
+    syn = _synapses(counts, check_weights(weights, weight_exp, quirks), weight_exp, quirks)
+    summed = torch.matmul(counts.to(syn.matrix.dtype), syn.matrix)
+    return (syn.post(summed) if syn.post is not None else summed).to(torch.int64)
+
+
+class _Synapses(NamedTuple):
+    """How input spike counts [..., F] become q: ``counts @ matrix`` ([F, N]), then ``post`` when not None.
+
+    Also ``per_spike`` (integer mantissas [N, F]) with ``after``: q is ``(counts @ per_spike.T) << after``
+    when ``after`` is not None; ``largest``: a bound of every |counts @ per_spike.T|; ``q_max``: of every |q|.
+    """
+
+    matrix: torch.Tensor
+    post: Callable[[torch.Tensor], torch.Tensor] | None
+    per_spike: torch.Tensor
+    after: int | None
+    largest: float
+    q_max: float
+
+
+def _synapses(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int, quirks: str) -> _Synapses:
+    """The synapses of ``weights`` (checked mantissas [N, F]) for these counts (see ``_Synapses``).
+
+    The weighted sum is a float matmul (CUDA has no int64 matmul), float32 when every partial sum stays
+    below 2^24 before the power-of-two scaling folded into ``matrix`` (then exact: scaling by 2^k commutes
+    with rounding), float64 otherwise."""
+    if quirks == "nengo":  # per weight: (w7 shifted by 1 + weight_exp, floor when negative), then << 6
+        w7, s2 = weights >> 1, 1 + weight_exp
+        per_spike, after = (w7, s2 + 6) if s2 >= 0 else (w7 >> -s2, 6)
+    else:  # Lava shifts the summed input by weight_exp (floor when negative), then << 6
+        per_spike, after = weights, (weight_exp + 6 if weight_exp >= 0 else None)
+    most = float(counts.max()) if counts.numel() else 0.0
+    largest = most * float(per_spike.abs().sum(1).max())
+    if largest * 2.0 ** (after if after is not None else 6) >= 2**52:
+        raise invalid("x", f"spike counts up to {int(counts.max())}", "counts small enough for exact sums", ShapeError)
+    # the largest sum of one sign a compartment can receive bounds |q|
+    one_sign = most * float(torch.maximum(per_spike.clamp(min=0).sum(1), (-per_spike).clamp(min=0).sum(1)).max())
+    # float32 sums are exact below 2^24 on the CPU; CUDA may run float32 matmuls in TF32, so float64 there
+    dtype = torch.float32 if largest < 2**24 and counts.device.type == "cpu" else torch.float64
+    matrix = per_spike.to(dtype).T
+    if after is not None:
+        return _Synapses(matrix * 2.0**after, None, per_spike, after, largest, one_sign * 2.0**after)
+    scale = 2.0**weight_exp
+
+    def post(summed: torch.Tensor) -> torch.Tensor:
+        return torch.floor(summed.double() * scale) * 64.0
+
+    return _Synapses(matrix, post, per_spike, None, largest, math.ceil(one_sign * scale) * 64.0)
+
+
+@dataclass(frozen=True)
+class LoihiLayer:
+    """One chip layer: dense synapses (weight mantissas ``[N, F]``, one exponent) into N compartments."""
+
+    weights: torch.Tensor
+    weight_exp: int
+    config: CompartmentConfig
+    name: str = ""
+
+    @property
+    def n_out(self) -> int:
+        return self.weights.shape[0]
+
+    @property
+    def n_in(self) -> int:
+        return self.weights.shape[1]
+
+
+class LayerRun(NamedTuple):
+    """One layer of ``run_network``, on the chip's clock (S steps, the padding included).
+
+    spikes (bool), v (after reset), v_pre (before reset): ``[S, B, N]`` (v and v_pre int64, or None when
+    not recorded); synaptic_ops: input spikes delivered times their fan-out; active: updates with
+    non-zero u, v, q or a bias acting.
+    """
+
+    spikes: torch.Tensor
+    v: torch.Tensor | None
+    v_pre: torch.Tensor | None
+    synaptic_ops: int
+    active: int
+
+
+def run_network(
+    layers: list[LoihiLayer], counts: torch.Tensor, quirks: str = "nengo", record: tuple[str, ...] = ("v", "v_pre")
+) -> list[LayerRun]:
+    """Run a feed-forward chain of layers on input spike counts [S, B, F] (host input at step t).
+
+    Every layer delivers one step late: layer l (1-based) sees at step t the spikes its source sent at
+    t - 1, so its first input can arrive at step l. Its bias acts from step l on (a layer switched on
+    when its first input can arrive), so the chain computes the delay-free dynamics shifted by l
+    steps. Layers are simulated one after the other over all steps (exact for a feed-forward chain).
+    ``record``: which of ``"v"``, ``"v_pre"`` to return (spikes and counts always).
+    """
+    check_quirks(quirks)
+    counts = check_integer(counts, "x", non_negative=True)
+    if not isinstance(record, tuple | list) or not set(record) <= {"v", "v_pre"}:
+        raise invalid("record", record, "a tuple of 'v' and/or 'v_pre'")
+    record = tuple(record)
+    source = counts
+    runs = []
+    for index, layer in enumerate(layers, start=1):
+        if not isinstance(layer, LoihiLayer):
+            raise invalid(f"layers[{index - 1}]", type(layer).__name__, "a hybridai.neuromorphic.loihi.LoihiLayer")
+        weights = check_weights(layer.weights, layer.weight_exp, quirks, name=f"layer {index} weights")
+        if source.shape[2] != weights.shape[1]:
+            raise invalid(
+                "x.shape" if index == 1 else f"layer {index} weights.shape",
+                tuple(source.shape) if index == 1 else tuple(weights.shape),
+                f"{weights.shape[1]} input features" if index == 1 else f"[N, {source.shape[2]}]",
+                ShapeError,
+            )
+        weights = weights.to(source.device)
+        delivered = source[:-1]
+        syn = _synapses(delivered, weights, layer.weight_exp, quirks)
+        fan_out = (weights != 0).sum(0)  # [F]
+        ops = int((delivered.sum((0, 1), dtype=torch.int64) * fan_out).sum())
+        group = Compartments(layer.config, weights.shape[0], source.device, quirks)
+        steps, batch = source.shape[0], source.shape[1]
+        step_input, scale = _delayed_input(delivered, syn)
+        out = group.simulate_steps(step_input, syn.q_max, steps, batch, bias_from=index, record=record, q_scale=scale)
+        runs.append(LayerRun(out["spikes"], out.get("v"), out.get("v_pre"), ops, out["active"]))
+        source = out["spikes"]
+    return runs
+
+
+def _int8_matmul_works(batch: int, weights8: torch.Tensor) -> bool:
+    """Whether torch's private int8 matmul (``torch._int_mm``, int32 sums) is exact here for inputs
+    [batch, F] against ``weights8`` [N, F].T: checked once on pseudo-random data of these shapes (some
+    builds give wrong sums for F = 1)."""
+    if not hasattr(torch, "_int_mm") or weights8.shape[1] < 2:
+        return False
+    generator = torch.Generator().manual_seed(0)
+    spikes = torch.randint(0, 128, (batch, weights8.shape[1]), dtype=torch.int8, generator=generator)
+    try:
+        summed = torch._int_mm(spikes, weights8.T, out=torch.empty(batch, weights8.shape[0], dtype=torch.int32))
+    except RuntimeError:
+        return False
+    return torch.equal(summed.double(), spikes.double() @ weights8.double().T)  # float64: exact here
+
+
+def _delayed_input(delivered: torch.Tensor, syn: _Synapses) -> tuple[Callable[[int], torch.Tensor | None], float]:
+    """q at step t of spikes ``delivered`` [S - 1, B, F] (non-negative) one step late, one matmul per step
+    into reused buffers (no [S, B, N] input held in memory); and the scale q's values stand for.
+
+    On the CPU, when counts and mantissas fit in int8 and every sum in int32, the matmul is int8 x int8 ->
+    int32 (exact, and several times faster than float32), its scale ``2^after``."""
+    batch, device, n = delivered.shape[1], delivered.device, syn.matrix.shape[1]
+    if (
+        device.type == "cpu"
+        and syn.after is not None
+        and syn.largest < 2**31
+        and delivered.numel()
+        and int(delivered.max()) <= 127
+        and int(syn.per_spike.min()) >= -128
+        and int(syn.per_spike.max()) <= 127
+        and _int8_matmul_works(batch, syn.per_spike.to(torch.int8))
+    ):
+        spikes8 = delivered.view(torch.int8) if delivered.dtype == torch.bool else delivered.to(torch.int8)
+        matrix8 = syn.per_spike.to(torch.int8).T
+        summed8 = torch.empty(batch, n, dtype=torch.int32, device=device)
+
+        def int_input(t: int) -> torch.Tensor | None:
+            return torch._int_mm(spikes8[t - 1], matrix8, out=summed8) if t else None
+
+        return int_input, 2.0**syn.after
+    matrix, post = syn.matrix, syn.post
+    spikes = torch.empty(batch, delivered.shape[2], dtype=matrix.dtype, device=device)
+    summed = torch.empty(batch, n, dtype=matrix.dtype, device=device)
+
+    def float_input(t: int) -> torch.Tensor | None:
+        if t == 0:
+            return None
+        torch.mm(spikes.copy_(delivered[t - 1]), matrix, out=summed)
+        return post(summed) if post is not None else summed
+
+    return float_input, 1.0

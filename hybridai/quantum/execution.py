@@ -1,0 +1,88 @@
+"""Run tapes on a quantum executor, with zero-noise extrapolation around any executor.
+
+``execute(executor, tapes, config)`` is what layers and kernels call. Without mitigation, or when the
+executor runs the requested engine itself (``capabilities.mitigation_engines``, e.g. IBM's own ZNE),
+it hands the call over unchanged. Otherwise every tape is folded once per scale factor
+(``mitigation.folding``), ALL folded tapes go to the executor in ONE ``execute`` call (with
+``keep_gates=True`` so nothing cancels the folds), and each result is extrapolated to zero noise.
+The extrapolation is differentiable: d(mitigated)/d(noisy) from ``ZNE.combine`` is applied by the
+chain rule to whatever gradients the executor gives (autograd or the parameter-shift rule).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from hybridai.core.contracts import QuantumExecutor
+from hybridai.core.errors import invalid
+from hybridai.core.execution import Execution, ExecutionConfig
+from hybridai.quantum.mitigation.folding import fold_tape
+from hybridai.quantum.mitigation.zne import ZNE, ZNEResult
+
+
+def execute(executor: QuantumExecutor, tapes: Any, config: ExecutionConfig) -> Execution:
+    """``executor.execute(tapes, config)``, with ``config.mitigation`` applied around it when needed."""
+    zne = config.mitigation
+    if zne is not None and not isinstance(zne, ZNE):
+        raise invalid("mitigation", zne, "None or hybridai.ZNE(...)")
+    if zne is None or zne.engine in executor.capabilities.mitigation_engines:
+        return executor.execute(list(tapes), config)
+    if zne.engine != "mitiq":
+        raise invalid("mitigation", zne, f"engine='mitiq' on {executor.name!r} (engine={zne.engine!r} needs an "
+                      f"executor that runs it itself, such as 'ibm:...')")  # fmt: skip
+    tapes = list(tapes)
+    n_folds = len(zne.scale_factors)
+    folded = [f for tape in tapes for f in fold_tape(tape, zne, config.wires)]
+    run = executor.execute(folded, config.replace(mitigation=None, keep_gates=True))
+    results, records = [], []
+    for i, tape in enumerate(tapes):
+        result, record = _extrapolate(run.results[i * n_folds : (i + 1) * n_folds], zne, tape.batch_size)
+        results.append(result)
+        records.append(record)
+    return Execution(results, run.stats, records[0] if len(records) == 1 else records)
+
+
+def _extrapolate(noisy_results: list[Any], zne: ZNE, batch_size: int | None) -> tuple[Any, ZNEResult]:
+    """Zero-noise results (same layout as one noisy result) and the record for plots."""
+    as_tuple = isinstance(noisy_results[0], tuple | list)
+    parts = [r if as_tuple else (r,) for r in noisy_results]  # [F][M] tensors
+    columns = [torch.stack([torch.as_tensor(p[m]) for p in parts]) for m in range(len(parts[0]))]  # [F, ...]
+    flat = torch.cat([c.reshape(c.shape[0], 1 if batch_size is None else batch_size, -1) for c in columns], -1)
+    noisy = flat.detach().cpu().double().numpy()  # [F, B, R]
+    value, weights = zne.combine(noisy)
+    weights_t = torch.tensor(np.array(weights), dtype=flat.dtype, device=flat.device)  # a copy: weights may be a view
+    mitigated = torch.as_tensor(value, dtype=flat.dtype, device=flat.device) + (weights_t * (flat - flat.detach())).sum(
+        0
+    )  # the value from Mitiq, the gradient by the chain rule
+    out, start = [], 0
+    for c in columns:
+        width = c[0].reshape(1 if batch_size is None else batch_size, -1).shape[-1]
+        out.append(mitigated[..., start : start + width].reshape(c.shape[1:]))
+        start += width
+    record = ZNEResult(zne.scale_factors, noisy, np.asarray(value), zne.extrapolation,
+                       zne.coefficients if zne.linear else None)  # fmt: skip
+    return (tuple(out) if as_tuple else out[0]), record
+
+
+def check_mitigation(executor: QuantumExecutor, mitigation: Any) -> Any:
+    """``mitigation`` if ``executor`` can be mitigated with it (a warning when it has nothing to mitigate)."""
+    if mitigation is None:
+        return None
+    if not isinstance(mitigation, ZNE):
+        raise invalid("mitigation", mitigation, "None or hybridai.ZNE(...)")
+    caps = executor.capabilities
+    if mitigation.engine != "mitiq" and mitigation.engine not in caps.mitigation_engines:
+        raise invalid(
+            "mitigation", mitigation, f"engine='mitiq' on {executor.name!r} (engine={mitigation.engine!r} "
+            "needs an 'ibm:' backend)",
+        )  # fmt: skip
+    if caps.exact:
+        import warnings
+
+        warnings.warn(
+            f"ZNE on the exact, noiseless {executor.name!r} backend changes nothing but the cost", stacklevel=3
+        )
+    return mitigation

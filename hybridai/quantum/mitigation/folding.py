@@ -1,0 +1,115 @@
+"""Unitary folding of PennyLane tapes, decided by Mitiq, once per circuit structure.
+
+A tape is first decomposed into elementary gates (the granularity Mitiq folds at); Mitiq folds a
+Cirq circuit of opaque placeholders, one per gate, and the pattern it returns (which gate, inverted
+or not, in which order) is cached per structure, scale factor and folding method. The folded tapes
+reuse the original gates and their torch parameters (an inverted gate is ``qml.adjoint`` of it), so
+gradients flow through every occurrence of every angle by whatever rule the executor uses. Noise
+channels written in the circuit (``qml.DepolarizingChannel`` on ``default.mixed``, say) stand for the
+noise of the gates around them: where Mitiq inverts one, the channel is applied again as it is, so the
+circuit's noise grows with the scale factor as the gates' own noise would.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+# Gates folded as they are; other operations are decomposed first (templates, Rot, controlled rotations).
+ELEMENTARY = frozenset({
+    "Hadamard", "PauliX", "PauliY", "PauliZ", "S", "T", "SX", "Adjoint(S)", "Adjoint(T)", "Adjoint(SX)",
+    "CNOT", "CZ", "CY", "SWAP", "Toffoli", "CSWAP", "ISWAP", "ECR", "CH", "RX", "RY", "RZ", "PhaseShift",
+    "U1", "IsingXX", "IsingYY", "IsingZZ", "QubitUnitary", "GlobalPhase",
+})  # fmt: skip
+IGNORED = frozenset({"Identity", "Barrier", "Snapshot"})
+MAX_DEPTH = 12
+
+
+def elementary_ops(ops: Any) -> list[Any]:
+    """``ops`` decomposed until every operation is in ``ELEMENTARY`` (built without queuing)."""
+    import pennylane as qml
+
+    out: list[Any] = []
+
+    def add(op: Any, depth: int) -> None:
+        if op.name in IGNORED:
+            return
+        if op.name in ELEMENTARY or not op.has_decomposition or depth >= MAX_DEPTH:
+            out.append(op)
+            return
+        for sub in op.decomposition():
+            add(sub, depth + 1)
+
+    with qml.QueuingManager.stop_recording():
+        for op in ops:
+            add(op, 0)
+    return out
+
+
+def _placeholder_gate() -> type:
+    import cirq
+
+    class Slot(cirq.Gate):
+        """Stands for gate ``index`` of a tape (inverted or not) while Mitiq folds."""
+
+        def __init__(self, index: int, n_qubits: int, inverse: bool = False) -> None:
+            self.index, self.n_qubits, self.inverse = index, n_qubits, inverse
+
+        def _num_qubits_(self) -> int:
+            return self.n_qubits
+
+        def __pow__(self, power: Any) -> Any:
+            return Slot(self.index, self.n_qubits, not self.inverse) if power == -1 else NotImplemented
+
+        def _value_equality_values_(self) -> tuple:
+            return (self.index, self.inverse)
+
+        def __eq__(self, other: Any) -> bool:
+            return isinstance(other, Slot) and (other.index, other.inverse) == (self.index, self.inverse)
+
+        def __hash__(self) -> int:
+            return hash((self.index, self.inverse))
+
+    return Slot
+
+
+@functools.lru_cache(maxsize=256)
+def fold_pattern(
+    structure: tuple[tuple[int, ...], ...], scale_factor: float, folding: str, seed: int | None
+) -> tuple[tuple[int, bool], ...]:
+    """Mitiq's folding of gates acting on ``structure`` (qubit positions per gate): the folded sequence
+    as (gate index, inverted) pairs."""
+    import cirq
+    from mitiq.zne import scaling
+
+    slot = _placeholder_gate()
+    qubits = cirq.LineQubit.range(1 + max((q for gate in structure for q in gate), default=0))
+    circuit = cirq.Circuit(slot(i, len(g)).on(*(qubits[q] for q in g)) for i, g in enumerate(structure))
+    if folding == "global":
+        folded = scaling.fold_global(circuit, scale_factor)
+    else:
+        folded = scaling.fold_gates_at_random(circuit, scale_factor, seed=seed)
+    return tuple((op.gate.index, op.gate.inverse) for op in folded.all_operations())
+
+
+def inverse(op: Any) -> Any:
+    """The inverse of a gate, or a noise channel itself (folding must add noise, never undo it)."""
+    import pennylane as qml
+
+    return op if isinstance(op, qml.operation.Channel) else qml.adjoint(op)
+
+
+def fold_tape(tape: Any, zne: Any, wires: Any) -> list[Any]:
+    """One folded copy of ``tape`` per scale factor of ``zne`` (same measurements and shots)."""
+    import pennylane as qml
+
+    ops = elementary_ops(tape.operations)
+    position = {w: i for i, w in enumerate(wires)}
+    structure = tuple(tuple(position[w] for w in op.wires) or (0,) for op in ops)
+    folded = []
+    with qml.QueuingManager.stop_recording():
+        for scale in zne.scale_factors:
+            pattern = fold_pattern(structure, scale, zne.folding, zne.seed)
+            sequence = [inverse(ops[i]) if inverted else ops[i] for i, inverted in pattern]
+            folded.append(qml.tape.QuantumScript(sequence, tape.measurements, shots=tape.shots))
+    return folded

@@ -1,0 +1,159 @@
+"""Zero-noise extrapolation (ZNE) settings and Mitiq's extrapolation.
+
+``ZNE`` is accepted as ``mitigation=`` by ``QuantumLayer`` and ``QuantumKernel`` on any executor
+with shots or noise; ``hybridai.quantum.mitigation.folding`` runs it around the executor. Richardson,
+linear and polynomial extrapolations are linear in the measured values: hybridai asks Mitiq's
+factory for the coefficients once and applies them as a fixed linear combination, so gradients are
+exact; the exponential fit is differentiated by the chain rule. Each mitigated execution returns a
+``ZNEResult`` (noisy values per scale factor and the extrapolation) for plots.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hybridai.core.errors import ConfigError, MissingExtraError, invalid
+
+FOLDINGS = ("global", "random")
+EXTRAPOLATIONS = ("richardson", "linear", "poly", "exp")
+ENGINES = ("mitiq", "ibm")
+
+
+@dataclass(frozen=True)
+class ZNE:
+    """Zero-noise extrapolation settings.
+
+    scale_factors: noise scale factors (>= 1, increasing; unitary folding reaches odd
+        integers exactly, other values by partial folding).
+    folding: "global" (Mitiq ``fold_global``) or "random" (``fold_gates_at_random``, seeded).
+    extrapolation: "richardson", "linear", "poly" (degree ``order``) or "exp".
+    engine: "mitiq" (folding by hybridai with Mitiq, any executor) or "ibm" (qiskit-ibm-runtime's
+        own resilience options, ``ibm:`` backends only).
+    asymptote: the known infinite-noise value for "exp" (0.0 for Pauli expectations under
+        depolarizing noise makes the fit a stable log-linear one); ``None`` fits it.
+    """
+
+    scale_factors: tuple[float, ...] = (1.0, 3.0, 5.0)
+    folding: str = "global"
+    extrapolation: str = "richardson"
+    order: int = 2
+    seed: int | None = None
+    engine: str = "mitiq"
+    asymptote: float | None = None
+    _coefficients: tuple[float, ...] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        factors = tuple(float(s) for s in self.scale_factors) if _iterable(self.scale_factors) else None
+        if not factors:
+            raise invalid("scale_factors", self.scale_factors, "a non-empty sequence of numbers >= 1")
+        if any(not math.isfinite(s) or s < 1 for s in factors):
+            raise invalid("scale_factors", self.scale_factors, "numbers >= 1 (1 is the unamplified circuit)")
+        if list(factors) != sorted(set(factors)):
+            raise invalid("scale_factors", self.scale_factors, "strictly increasing numbers >= 1")
+        if self.folding not in FOLDINGS:
+            raise invalid("folding", self.folding, f"one of {FOLDINGS}")
+        if self.extrapolation not in EXTRAPOLATIONS:
+            raise invalid("extrapolation", self.extrapolation, f"one of {EXTRAPOLATIONS}")
+        if self.engine not in ENGINES:
+            raise invalid("engine", self.engine, f"one of {ENGINES}")
+        needed = {"richardson": 2, "linear": 2, "poly": self.order + 1, "exp": 3}[self.extrapolation]
+        if len(factors) < needed:
+            raise invalid(
+                "scale_factors",
+                self.scale_factors,
+                f"at least {needed} factors for extrapolation={self.extrapolation!r}",
+            )
+        object.__setattr__(self, "scale_factors", factors)
+        if self.linear:
+            object.__setattr__(self, "_coefficients", tuple(self._mitiq_coefficients()))
+
+    @property
+    def linear(self) -> bool:
+        """Whether the mitigated value is a fixed linear combination of the noisy values."""
+        return self.extrapolation != "exp"
+
+    def _factory(self) -> Any:
+        try:
+            from mitiq.zne import inference
+        except ImportError as exc:  # pragma: no cover - mitiq is a runtime dependency
+            raise MissingExtraError("mitiq", "all", "zero-noise extrapolation") from exc
+        return {
+            "richardson": lambda: inference.RichardsonFactory(self.scale_factors),
+            "linear": lambda: inference.LinearFactory(self.scale_factors),
+            "poly": lambda: inference.PolyFactory(self.scale_factors, order=self.order),
+            "exp": lambda: inference.ExpFactory(self.scale_factors),
+        }[self.extrapolation]()
+
+    def extrapolate(self, values: Any) -> float:
+        """Mitiq's extrapolation of noisy ``values`` (one per scale factor) to zero noise."""
+        from mitiq.zne.inference import ExtrapolationError
+
+        factory = self._factory()
+        try:
+            return float(type(factory).extrapolate(self.scale_factors, list(values), *self._extra_args()))
+        except ExtrapolationError as exc:
+            shown = [round(float(v), 6) for v in values]
+            raise ConfigError(
+                f"extrapolation={self.extrapolation!r} failed on the noisy values {shown} "
+                f"({exc}); accepted: asymptote=0.0 for Pauli expectations, or a linear extrapolation "
+                "('richardson', 'linear', 'poly')"
+            ) from None
+
+    def _extra_args(self) -> tuple:
+        if self.extrapolation == "poly":
+            return (self.order,)
+        if self.extrapolation == "exp":
+            return (self.asymptote,)
+        return ()
+
+    def _mitiq_coefficients(self) -> list[float]:
+        eye = np.eye(len(self.scale_factors))
+        return [self.extrapolate(row) for row in eye]
+
+    @property
+    def coefficients(self) -> np.ndarray:
+        """The linear-combination coefficients (linear extrapolations only), from Mitiq."""
+        if self._coefficients is None:
+            raise ConfigError(f"extrapolation={self.extrapolation!r} is not linear; it has no fixed coefficients")
+        return np.asarray(self._coefficients)
+
+    def combine(self, noisy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mitigated values from ``noisy [F, ...]`` and d(mitigated)/d(noisy) ``[F, ...]``."""
+        if self.linear:
+            c = self.coefficients.reshape((-1,) + (1,) * (noisy.ndim - 1))
+            return (c * noisy).sum(0), np.broadcast_to(c, noisy.shape)
+        flat = noisy.reshape(noisy.shape[0], -1)
+        value = np.array([self.extrapolate(flat[:, j]) for j in range(flat.shape[1])])
+        weights = np.zeros_like(flat)
+        h = 1e-6
+        for i in range(flat.shape[0]):  # chain rule: derivative of Mitiq's fit, central differences
+            up, down = flat.copy(), flat.copy()
+            up[i] += h
+            down[i] -= h
+            weights[i] = [
+                (self.extrapolate(up[:, j]) - self.extrapolate(down[:, j])) / (2 * h) for j in range(flat.shape[1])
+            ]
+        return value.reshape(noisy.shape[1:]), weights.reshape(noisy.shape)
+
+
+def _iterable(x: Any) -> bool:
+    try:
+        iter(x)
+    except TypeError:
+        return False
+    return not isinstance(x, str)
+
+
+@dataclass
+class ZNEResult:
+    """Noisy values per scale factor ``[F, B, R]`` and their extrapolation ``[B, R]``."""
+
+    scale_factors: tuple[float, ...]
+    noisy: np.ndarray
+    mitigated: np.ndarray
+    extrapolation: str
+    coefficients: np.ndarray | None

@@ -1,0 +1,232 @@
+"""Backend family ``pennylane``: tapes executed on any installed PennyLane device.
+
+The target is the device name (``pennylane:default.qubit``, ``pennylane:lightning.qubit``,
+``pennylane:default.mixed``, ...). Options are passed to ``qml.device``, except ``shots``, which
+becomes the default shots of tapes that set none, and ``seed``, the default of
+``ExecutionConfig.seed``. Broadcast tapes run natively under backprop; for other gradient methods
+PennyLane's own ``broadcast_expand`` splits them and all parts go out in ONE ``qml.execute`` call.
+
+One backend object serves many layers and threads: devices are cached per register and every call
+into a device holds that device's lock (some devices, lightning for one, keep their state between
+calls). A seeded call runs on a fresh device seeded for it, so the same seed gives the same samples
+on every call and in every thread. Circuits compute in the dtype of their parameters (float64 stays
+float64 under torch's float32 default) without touching torch's process-wide default dtype.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import torch
+from torch.overrides import TorchFunctionMode
+
+from hybridai.core.capabilities import QuantumCapabilities
+from hybridai.core.contracts import Availability, QuantumExecutor
+from hybridai.core.errors import BackendNotFoundError, ConfigError, invalid, optional_int, suggest
+from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
+
+GRADIENT_RULES = ("parameter-shift", "finite-diff")  # work on every device
+MIXED_STATE_DEVICES = ("default.mixed", "default.qutrit.mixed")
+# Device entry points that run circuits; each is wrapped to hold the device's lock.
+DEVICE_CALLS = (
+    "execute",
+    "compute_derivatives",
+    "execute_and_compute_derivatives",
+    "compute_jvp",
+    "execute_and_compute_jvp",
+    "compute_vjp",
+    "execute_and_compute_vjp",
+)
+# torch factories whose dtype, when not given, is torch's default dtype (random ones left out: they
+# would be drawn twice)
+FACTORIES = frozenset({
+    torch.tensor, torch.as_tensor, torch.asarray, torch.scalar_tensor, torch.zeros, torch.ones, torch.empty,
+    torch.full, torch.eye, torch.arange, torch.linspace, torch.logspace,
+})  # fmt: skip
+COMPLEX = {torch.float16: torch.complex32, torch.float32: torch.complex64, torch.float64: torch.complex128}
+
+
+class _WorkingDtype(TorchFunctionMode):
+    """Within one PennyLane call, torch factories create Python numbers in ``dtype`` instead of torch's
+    default dtype, as ``torch.set_default_dtype(dtype)`` would, but for this thread only (torch function
+    modes are thread-local; the default dtype is process-wide).
+
+    PennyLane builds constants with the default dtype (``RZ.compute_eigvals`` on ``default.mixed``,
+    lightning's expectation values, which are Python floats): under the usual float32 default, float64
+    circuits would silently lose precision.
+    """
+
+    def __init__(self, dtype: torch.dtype) -> None:
+        super().__init__()
+        default = torch.get_default_dtype()
+        self.swap = {default: dtype, COMPLEX[default]: COMPLEX[dtype]}
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if (
+            func in FACTORIES
+            and kwargs.get("dtype") is None
+            and isinstance(out, torch.Tensor)
+            and out.dtype in self.swap
+            and not (args and isinstance(args[0], torch.Tensor | np.ndarray | np.generic))  # typed data: kept
+        ):
+            out = func(*args, **{**kwargs, "dtype": self.swap[out.dtype]})
+        return out
+
+
+def _working_dtype(dtype: torch.dtype) -> Any:
+    """``_WorkingDtype(dtype)``, or nothing to do when ``dtype`` is already torch's default."""
+    default = torch.get_default_dtype()
+    same = dtype == default or dtype not in COMPLEX or default not in COMPLEX
+    return contextlib.nullcontext() if same else _WorkingDtype(dtype)
+
+
+def _installed_devices() -> list[str]:
+    import pennylane as qml
+
+    return sorted(qml.plugin_devices)
+
+
+def _guarded(device: Any) -> Any:
+    """``device`` with each of its ``DEVICE_CALLS`` holding one lock: some devices (lightning) keep
+    their state between calls, and one device serves every thread."""
+    lock = threading.RLock()
+
+    def wrap(call: Any) -> Any:
+        @functools.wraps(call)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return call(*args, **kwargs)
+
+        return guarded
+
+    for name in DEVICE_CALLS:
+        call = getattr(device, name, None)
+        if callable(call):
+            setattr(device, name, wrap(call))  # instance attributes: the class (and PennyLane's checks) unchanged
+    return device
+
+
+class PennyLaneBackend(QuantumExecutor):
+    """Any installed PennyLane device; differentiable through PennyLane's torch interface."""
+
+    def __init__(self, target: str | None = None, **options: Any) -> None:
+        target = target or "default.qubit"
+        names = _installed_devices()
+        if target not in names:
+            raise BackendNotFoundError(
+                f"backend='pennylane:{target}': no PennyLane device named {target!r} is installed; "
+                f"installed: {', '.join(names)}.{suggest(target, names)}"
+            )
+        shots = options.pop("shots", None)
+        self.shots = optional_int("shots", shots, 1)
+        self.seed = optional_int("seed", options.pop("seed", None))
+        super().__init__(target, **options)
+        self.options.update({k: v for k, v in (("shots", self.shots), ("seed", self.seed)) if v is not None})
+        self._devices: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+        self.device([0])  # refuses options the device does not take now, not at the first call
+
+    @classmethod
+    def is_available(cls) -> Availability:
+        if importlib.util.find_spec("pennylane") is None:
+            return Availability(False, "pennylane is not installed: pip install pennylane")
+        return Availability(True)
+
+    def _make_device(self, wires: tuple, seed: int | None) -> Any:
+        import pennylane as qml
+
+        options = {k: v for k, v in self.options.items() if k not in ("shots", "seed")}
+        if seed is not None:
+            options["seed"] = seed
+        try:
+            return _guarded(qml.device(self.target, wires=list(wires), **options))
+        except TypeError as exc:  # an option the device does not take
+            raise ConfigError(f"backend={self.name!r} does not accept the option(s) {sorted(options)}: {exc}") from None
+
+    def device(self, wires: Any, seed: int | None = None) -> Any:
+        """The PennyLane device for ``wires``: cached when unseeded, fresh (seeded with ``seed``) otherwise."""
+        import pennylane as qml
+
+        key = tuple(qml.wires.Wires(wires))
+        if seed is not None:
+            return self._make_device(key, seed)
+        with self._lock:
+            if key not in self._devices:
+                self._devices[key] = self._make_device(key, None)
+            return self._devices[key]
+
+    @property
+    def capabilities(self) -> QuantumCapabilities:
+        from pennylane.devices import ExecutionConfig as DeviceConfig
+
+        dev = self.device([0])
+        native = tuple(m for m in ("backprop", "adjoint") if dev.supports_derivatives(DeviceConfig(gradient_method=m)))
+        noise = self.target in MIXED_STATE_DEVICES
+        return QuantumCapabilities(
+            differentiable=True,
+            exact=self.shots is None and not noise,
+            shots=True,
+            noise=noise,
+            diff_methods=("best", *native, *GRADIENT_RULES),
+            devices=("cpu", "cuda") if "backprop" in native else ("cpu",),
+        )
+
+    def _method(self, dev: Any, diff_method: str, tape: Any) -> str:
+        from pennylane.devices import ExecutionConfig as DeviceConfig
+
+        if diff_method != "best":
+            accepted = self.capabilities.diff_methods
+            if diff_method not in accepted:
+                raise invalid("diff_method", diff_method, f"one of {accepted} on {self.name!r}")
+            return diff_method
+        for method in ("backprop", "adjoint"):
+            if dev.supports_derivatives(DeviceConfig(gradient_method=method), tape):
+                return method
+        return "parameter-shift"
+
+    def execute(self, tapes: Any, config: ExecutionConfig) -> Execution:
+        """Every tape in ONE ``qml.execute`` call (broadcast tapes split by PennyLane when needed)."""
+        tapes = list(tapes)
+        if config.mitigation is not None:
+            raise invalid("mitigation", config.mitigation, f"None here: {self.name!r} runs ZNE through "
+                          "hybridai.quantum.execution.execute")  # fmt: skip
+        shots = config.shots or self.shots
+        if shots is not None:
+            tapes = [t.copy(shots=shots) if config.shots or not t.shots else t for t in tapes]
+        started = time.perf_counter()
+        results = self._run(tapes, config)
+        circuits = sum(t.batch_size or 1 for t in tapes)
+        total = sum((t.batch_size or 1) * (t.shots.total_shots or 0) for t in tapes if t.shots)
+        return Execution(results, ExecutionStats(circuits, 1, total, time.perf_counter() - started))
+
+    def _run(self, tapes: list[Any], config: ExecutionConfig) -> list[Any]:
+        import pennylane as qml
+
+        if not tapes:
+            return []
+        dev = self.device(config.wires, config.seed if config.seed is not None else self.seed)
+        method = self._method(dev, config.diff_method, tapes[0])
+        dtype = max(
+            (p.dtype for t in tapes for p in t.get_parameters(trainable_only=False) if torch.is_tensor(p)),
+            key=lambda d: torch.finfo(d).bits if d.is_floating_point else 0,
+            default=torch.get_default_dtype(),
+        )
+        with _working_dtype(dtype if dtype.is_floating_point else torch.get_default_dtype()):
+            if method == "backprop":  # broadcast natively
+                return list(qml.execute(tapes, dev, diff_method=method))
+            split = [qml.transforms.broadcast_expand(t) for t in tapes]
+            flat = [t for parts, _ in split for t in parts]
+            results = list(qml.execute(flat, dev, diff_method=method))
+        out, start = [], 0
+        for parts, post in split:
+            out.append(post(results[start : start + len(parts)]))
+            start += len(parts)
+        return out

@@ -1,0 +1,192 @@
+"""Backend family ``aer``: qiskit-aer, exact, sampled, or noisy (a fake IBM device or given rates)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hybridai.core.capabilities import QuantumCapabilities
+from hybridai.core.errors import invalid, non_negative_int
+from hybridai.core.execution import ExecutionConfig
+from hybridai.quantum.qiskit.executor import QiskitBackend, Tally, column
+from hybridai.quantum.qiskit.fake_devices import fake_backend
+
+
+def _noise_from_rates(depolarizing: Any, readout_error: float | None) -> Any:
+    from qiskit_aer.noise import NoiseModel, ReadoutError, depolarizing_error
+
+    model = NoiseModel()
+    if depolarizing is not None:
+        p1, p2 = depolarizing if isinstance(depolarizing, tuple | list) else (depolarizing, depolarizing)
+        if not (0 <= p1 <= 1 and 0 <= p2 <= 1):
+            raise invalid("depolarizing", depolarizing, "a probability p or a pair (p1, p2) in [0, 1]")
+        one = ["rx", "ry", "rz", "p", "h", "x", "y", "z", "s", "sdg", "t", "tdg", "sx", "sxdg", "u"]
+        two = ["cx", "cz", "cy", "swap", "rxx", "ryy", "rzz", "ecr", "iswap", "ch"]
+        model.add_all_qubit_quantum_error(depolarizing_error(p1, 1), one)
+        model.add_all_qubit_quantum_error(depolarizing_error(p2, 2), two)
+    if readout_error is not None:
+        if not 0 <= readout_error <= 1:
+            raise invalid("readout_error", readout_error, "a probability in [0, 1]")
+        q = readout_error
+        model.add_all_qubit_readout_error(ReadoutError([[1 - q, q], [q, 1 - q]]))
+    return model
+
+
+class AerBackend(QiskitBackend):
+    """qiskit-aer: exact, sampled, or noisy (fake IBM device or given rates)."""
+
+    def __init__(
+        self, target: str | None = None, *, depolarizing: Any = None, readout_error: float | None = None, **options: Any
+    ) -> None:
+        threads = non_negative_int("threads", options.pop("threads", 1))  # 0: all cores
+        super().__init__(target, **options)
+        self.threads = threads
+        if threads != 1:
+            self.options["threads"] = threads
+        self.device = fake_backend(target) if target else None
+        if self.options.get("depolarizing") is None and depolarizing is not None:
+            self.options["depolarizing"] = depolarizing
+        if readout_error is not None:
+            self.options["readout_error"] = readout_error
+        if self.device is not None:
+            from qiskit_aer.noise import NoiseModel
+
+            self.noise_model = NoiseModel.from_backend(self.device)
+        elif depolarizing is not None or readout_error is not None:
+            self.noise_model = _noise_from_rates(depolarizing, readout_error)
+        else:
+            self.noise_model = None
+
+    @property
+    def capabilities(self) -> QuantumCapabilities:
+        caps = super().capabilities
+        noisy = self.noise_model is not None
+        return QuantumCapabilities(
+            differentiable=True, exact=self.shots is None and not noisy, shots=True, noise=noisy,
+            max_qubits=self.device.num_qubits if self.device is not None else None,
+            diff_methods=caps.diff_methods, devices=caps.devices,
+        )  # fmt: skip
+
+    def hardware(self) -> Any:
+        if self.device is not None:
+            return self.device
+        from qiskit_aer import AerSimulator
+
+        return AerSimulator()
+
+    def _estimator(self, seed: int | None) -> Any:
+        def make() -> Any:
+            from qiskit_aer.primitives import EstimatorV2
+
+            backend_options = {
+                "method": "density_matrix" if self.noise_model is not None else "statevector",
+                "max_parallel_threads": self.threads,
+            }
+            if self.noise_model is not None:
+                backend_options["noise_model"] = self.noise_model
+            run_options = {} if seed is None else {"seed_simulator": seed}
+            return EstimatorV2(
+                options={"default_precision": 0.0, "backend_options": backend_options, "run_options": run_options}
+            )
+
+        return self.cached(("estimator", seed), make)
+
+    def _sampler(self, seed: int | None) -> Any:
+        def make() -> Any:
+            from qiskit_aer.primitives import SamplerV2
+
+            backend_options = {"method": "statevector" if self.noise_model is None else "automatic",
+                               "max_parallel_threads": self.threads}  # fmt: skip
+            if self.noise_model is not None:
+                backend_options["noise_model"] = self.noise_model
+            return SamplerV2(default_shots=1024, seed=seed, options={"backend_options": backend_options})
+
+        return self.cached(("sampler", seed), make)
+
+    def estimate(
+        self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], config: ExecutionConfig, tally: Tally
+    ) -> list:
+        if config.shots is None and self.options.get("readout_error") is not None:
+            raise invalid("shots", None, "a number of shots when readout_error is set (readout errors act on samples)")
+        if config.shots is None:
+            pubs = [(c, column(o), v) for (c, o), v in zip(pairs, values, strict=True)]
+            result = self.run_job(lambda: self._estimator(config.seed).run(pubs), tally)
+            return [np.moveaxis(np.asarray(r.data.evs), 0, -1) for r in result]  # each [S, B, R]
+        return self._sampled(pairs, values, config, tally)
+
+    def _sampled(
+        self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], config: ExecutionConfig, tally: Tally
+    ) -> list:
+        """Expectations from real samples: one measured circuit per qubit-wise commuting basis."""
+        plan = [(circuit, observables, _basis_groups(observables)) for circuit, observables in pairs]
+        pubs = [
+            (self._measured(circuit, basis), v)
+            for (circuit, _, groups), v in zip(plan, values, strict=True)
+            for basis in groups
+        ]
+        result = iter(self.run_job(lambda: self._sampler(config.seed).run(pubs, shots=config.shots), tally))
+        outs = []
+        for f, (circuit, observables, groups) in enumerate(plan):
+            out = np.zeros(values[f].shape[:2] + (len(observables),))
+            n = circuit.num_qubits
+            expectation: dict[str, np.ndarray] = {}
+            for basis in groups:
+                labels = sorted(basis["labels"])
+                expectation.update(zip(labels, _parities(next(result).data.meas, labels, n), strict=True))
+            for r, obs in enumerate(observables):
+                for label, coeff in zip(obs.paulis.to_labels(), obs.coeffs, strict=True):
+                    term = 1.0 if set(label) == {"I"} else expectation[label]
+                    out[..., r] += float(np.real(coeff)) * term
+            outs.append(out)
+        return outs
+
+    def _measured(self, circuit: Any, basis: dict) -> Any:
+        return self.cached(("measured", id(circuit), basis["key"]), lambda: self._measure(circuit, basis))
+
+    def _measure(self, circuit: Any, basis: dict) -> Any:
+        from qiskit import transpile
+
+        measured = circuit.copy()
+        n = circuit.num_qubits
+        for q, letter in basis["letters"].items():
+            if letter == "X":
+                measured.h(q)
+            elif letter == "Y":
+                measured.sdg(q)
+                measured.h(q)
+        measured.measure_all()
+        measured = transpile(measured, backend=self.hardware(), optimization_level=0, seed_transpiler=1234)
+        if measured.num_clbits != n:
+            raise AssertionError("measured circuit lost classical bits")
+        return measured
+
+
+def _parities(bits: Any, labels: list[str], n: int) -> list[np.ndarray]:
+    """Mean of (-1)^(parity of the measured bits under each label's letters), per parameter set."""
+    unpacked = np.unpackbits(bits.array, axis=-1)[..., -n:]  # [..., shots, n], clbit 0 last
+    masks = np.array([[c != "I" for c in label[-n:]] for label in labels], dtype=np.uint8).T  # [n, W]
+    parity = (unpacked.astype(np.uint16) @ masks) & 1  # [..., shots, W]
+    means = (1.0 - 2.0 * parity).mean(axis=-2)  # [..., W]
+    return [means[..., w] for w in range(len(labels))]
+
+
+def _basis_groups(observables: list[Any]) -> list[dict]:
+    """Greedy qubit-wise commuting groups of the Pauli labels of ``observables``."""
+    groups: list[dict] = []
+    for obs in observables:
+        for label in obs.paulis.to_labels():
+            if set(label) == {"I"}:
+                continue
+            n = len(label)
+            letters = {n - 1 - i: c for i, c in enumerate(label) if c != "I"}
+            for group in groups:
+                if all(group["letters"].get(q, c) == c for q, c in letters.items()):
+                    group["letters"].update(letters)
+                    group["labels"].add(label)
+                    break
+            else:
+                groups.append({"letters": dict(letters), "labels": {label}})
+    for group in groups:
+        group["key"] = tuple(sorted(group["letters"].items()))
+    return groups

@@ -1,0 +1,274 @@
+"""What the Qiskit families ``aer`` and ``ibm`` share: conversion, transpilation, calls, retries.
+
+A tape is converted to a parametrised ``QuantumCircuit`` once per circuit structure and
+transpiled once per backend; a whole batch, and in training every parameter-shifted copy of
+it, goes out as parameter values broadcast in ONE primitive call (split only when a call
+would exceed ``max_parameter_sets``). Gradients use the two-term parameter-shift rule for
+every gate parameter (``hybridai.quantum.shift_rule``), so they reach the weights AND the inputs.
+Statistics of each call (circuits, primitive calls, seconds) come back in its ``Execution``.
+
+- ``aer`` (option ``threads``, default 1: Aer's own threads, which oversubscribe a busy machine):
+  exact (``shots=None``: Aer's estimator, statevector or, with noise, density
+  matrix), or sampled (``shots=N``: Aer's sampler, real samples, seeded). Noise from a fake
+  IBM device (``aer:fake_manila``, any ``qiskit_ibm_runtime.fake_provider`` name) or from
+  ``depolarizing=(p1, p2)`` and ``readout_error=p``.
+- ``ibm``: ``ibm:fake_<name>`` runs qiskit-ibm-runtime's local testing mode (offline, noisy
+  through Aer); ``ibm:<device>`` uses the saved account or the ``QISKIT_IBM_TOKEN`` /
+  ``QISKIT_IBM_INSTANCE`` environment variables, through the client-side
+  ``qiskit_ibm_runtime.executor_estimator.Estimator``. ``mode="job"|"session"|"batch"``.
+  Tokens never appear in hybridai's errors, reprs or logs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from hybridai.core.capabilities import QuantumCapabilities
+from hybridai.core.contracts import Availability, QuantumExecutor
+from hybridai.core.errors import (
+    BackendExecutionError,
+    ConfigError,
+    invalid,
+    missing_extra,
+    non_negative_int,
+    optional_int,
+)
+from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
+from hybridai.quantum.qiskit.conversion import Converted, convert
+from hybridai.quantum.qiskit.redaction import log, redact
+from hybridai.quantum.shift_rule import parameter_shift
+
+
+class Tally:
+    """Statistics of one ``execute`` call (never shared between calls)."""
+
+    def __init__(self, shots: int | None) -> None:
+        self.calls, self.circuits, self.seconds, self.shots = 0, 0, 0.0, shots or 0
+
+    def stats(self) -> ExecutionStats:
+        return ExecutionStats(self.circuits, self.calls, self.circuits * self.shots, self.seconds)
+
+
+class QiskitBackend(QuantumExecutor):
+    """Shared machinery of the Qiskit families: conversion, transpilation cache, calls, retries."""
+
+    def __init__(
+        self,
+        target: str | None = None,
+        *,
+        shots: int | None = None,
+        seed: int | None = None,
+        retries: int = 2,
+        backoff: float = 1.0,
+        timeout: float | None = None,
+        max_parameter_sets: int | None = None,
+        optimization_level: int = 1,
+        **options: Any,
+    ) -> None:
+        optional_int("shots", shots, 1)
+        optional_int("seed", seed, 0)
+        optional_int("max_parameter_sets", max_parameter_sets, 1)
+        non_negative_int("retries", retries)
+        if optimization_level not in (0, 1, 2, 3):
+            raise invalid("optimization_level", optimization_level, "0, 1, 2 or 3")
+        if options:
+            name = f"{self.family}:{target}" if target else self.family
+            raise ConfigError(
+                f"backend={name!r} does not accept the option(s) {sorted(options)}; accepted: shots, seed, retries, "
+                "backoff, timeout, max_parameter_sets, optimization_level (aer: threads, depolarizing, "
+                "readout_error; ibm: mode, resilience_level)"
+            )
+        given = {"shots": shots, "seed": seed, "retries": retries, "backoff": backoff, "timeout": timeout,
+                 "max_parameter_sets": max_parameter_sets, "optimization_level": optimization_level}  # fmt: skip
+        defaults = {"retries": 2, "backoff": 1.0, "optimization_level": 1}
+        # options: what differs from the defaults (the repr, and rebuilding the backend after unpickling)
+        super().__init__(target, **{k: v for k, v in given.items() if v is not None and v != defaults.get(k)})
+        self.shots, self.seed, self.retries, self.backoff, self.timeout = shots, seed, retries, backoff, timeout
+        self.max_parameter_sets, self.optimization_level = max_parameter_sets, optimization_level
+        self._transpiled: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def is_available(cls) -> Availability:
+        for module, package in (
+            ("qiskit", "qiskit"),
+            ("qiskit_aer", "qiskit-aer"),
+            ("qiskit_ibm_runtime", "qiskit-ibm-runtime"),
+        ):
+            if importlib.util.find_spec(module) is None:
+                return Availability(False, missing_extra(package, "all", "the Qiskit backends"))
+        return Availability(True)
+
+    # -- to be provided by each family -------------------------------------------------------
+
+    def hardware(self) -> Any:
+        """The backend circuits are transpiled for (``None``: no transpilation target)."""
+        return None
+
+    def estimate(
+        self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], config: ExecutionConfig, tally: Tally
+    ) -> list:
+        """Expectations ``[S_f, B, R]`` of each (circuit, observables) pair for its values ``[S_f, B, P_f]``,
+        all in ONE primitive call (``run_job``); ``config.shots`` is already resolved."""
+        raise NotImplementedError
+
+    # -- shared ------------------------------------------------------------------------------
+
+    @property
+    def capabilities(self) -> QuantumCapabilities:
+        return QuantumCapabilities(
+            differentiable=True,
+            exact=False,
+            shots=True,
+            noise=True,
+            diff_methods=("best", "parameter-shift"),
+            devices=("cpu",),
+        )
+
+    def cached(self, key: tuple, make: Any) -> Any:
+        """``make()`` once per ``key`` (transpiled circuits and the like), shared by all calls."""
+        with self._lock:
+            if key in self._transpiled:
+                return self._transpiled[key]
+        made = make()
+        with self._lock:
+            return self._transpiled.setdefault(key, made)
+
+    def transpiled(self, converted: Converted, keep_gates: bool) -> tuple[Any, list[Any]]:
+        """The circuit and observables laid out for the hardware, transpiled once per structure; at
+        optimisation level 0 when ``keep_gates`` (folded circuits must keep their folds)."""
+        level = 0 if keep_gates else self.optimization_level
+
+        def make() -> tuple[Any, list[Any]]:
+            from qiskit import transpile
+
+            target = self.hardware()
+            if target is None:
+                return converted.circuit, converted.observables
+            circuit = transpile(
+                converted.circuit, backend=target, optimization_level=level,
+                seed_transpiler=self.seed if self.seed is not None else 1234,
+            )  # fmt: skip
+            return circuit, [o.apply_layout(circuit.layout) for o in converted.observables]
+
+        return self.cached((converted.key, level), make)
+
+    def run_job(self, submit: Any, tally: Tally) -> Any:
+        """``submit()`` a job and return its result, retrying failures with exponential back-off."""
+        tally.calls += 1
+        for attempt in range(self.retries + 1):
+            job = None
+            started = time.perf_counter()
+            try:
+                job = submit()
+                return job.result(timeout=self.timeout) if self.timeout else job.result()
+            except (TypeError, ValueError):
+                if job is None:
+                    raise  # a malformed request: retrying cannot help
+                error = sys.exc_info()[1]
+            except Exception as exc:  # job failures and time-outs
+                error = exc
+            finally:
+                tally.seconds += time.perf_counter() - started
+            job_id = _job_id(job)
+            if attempt == self.retries:
+                raise BackendExecutionError(
+                    f"{self.name!r}: job {job_id} failed after {attempt + 1} attempt(s): "
+                    f"{type(error).__name__}: {redact(str(error))}; accepted: retry later, or raise retries= "
+                    f"(now {self.retries}) or timeout= (now {self.timeout})",
+                    job_id=job_id,
+                ) from None
+            delay = self.backoff * 2**attempt
+            log.warning("%s: job %s failed (%s); retrying in %.1f s", self.name, job_id, redact(str(error)), delay)
+            time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _calls(self, sizes: list[int]) -> list[list[tuple[int, int, int]]]:
+        """Group (pair, start, stop) slices of parameter sets into calls of at most ``max_parameter_sets``."""
+        limit = self.max_parameter_sets
+        if limit is None or sum(sizes) <= limit:
+            return [[(f, 0, n) for f, n in enumerate(sizes)]]
+        calls, current, room = [], [], limit
+        for f, n in enumerate(sizes):
+            start = 0
+            while start < n:
+                take = min(room, n - start)
+                current.append((f, start, start + take))
+                start, room = start + take, room - take
+                if room == 0:
+                    calls.append(current)
+                    current, room = [], limit
+        return calls + ([current] if current else [])
+
+    def check_config(self, config: ExecutionConfig) -> None:
+        """Refuse what this executor cannot do for ``config`` (gradient method, mitigation engine)."""
+        if config.diff_method not in self.capabilities.diff_methods:
+            accepted = self.capabilities.diff_methods
+            raise invalid("diff_method", config.diff_method, f"one of {accepted} on {self.name!r}")
+        engines = self.capabilities.mitigation_engines
+        if config.mitigation is not None and config.mitigation.engine not in engines:
+            raise invalid(
+                "mitigation", config.mitigation, f"None here (run it through hybridai.quantum.execution.execute, "
+                f"which applies ZNE around {self.name!r}), or an engine in {engines}",
+            )  # fmt: skip
+
+    def execute(self, tapes: Any, config: ExecutionConfig) -> Execution:
+        """All tapes, every parameter set of their batches and every parameter shift in ONE primitive call
+        (more only when ``max_parameter_sets`` splits it)."""
+        self.check_config(config)
+        tapes = list(tapes)
+        shots = config.shots or next((t.shots.total_shots for t in tapes if t.shots), None) or self.shots
+        config = config.replace(shots=shots, seed=config.seed if config.seed is not None else self.seed)
+        tally = Tally(shots)
+        converted = [convert(tape, list(config.wires)) for tape in tapes]
+        pairs = [self.transpiled(c, config.keep_gates) for c in converted]
+        batches = [tape.batch_size or 1 for tape in tapes]
+
+        def evaluate(values: list[np.ndarray]) -> list[np.ndarray]:
+            flat = [v.reshape(-1, v.shape[-1]) for v in values]
+            evs = [np.zeros((len(v), len(c.observables))) for v, c in zip(flat, converted, strict=True)]
+            for call in self._calls([len(v) for v in flat]):
+                out = self.estimate(
+                    [pairs[f] for f, _, _ in call], [flat[f][a:b][None] for f, a, b in call], config, tally
+                )
+                for (f, a, b), result in zip(call, out, strict=True):
+                    evs[f][a:b] = np.asarray(result).reshape(b - a, -1)
+                tally.circuits += sum(b - a for _, a, b in call)
+            return [e.reshape(v.shape[0], v.shape[1], -1) for e, v in zip(evs, values, strict=True)]
+
+        raws = parameter_shift([c.params for c in converted], batches, evaluate)
+        results = [_measurements(tape, c, raw) for tape, c, raw in zip(tapes, converted, raws, strict=True)]
+        return Execution(results, tally.stats())
+
+
+def _measurements(tape: Any, converted: Converted, raw: Any) -> Any:
+    """A tape's results (PennyLane's layout) from its raw expectation columns ``[B, R]``."""
+    results = []
+    for kind, where in converted.post:
+        if kind == "var":
+            value = raw[:, where[1]] - raw[:, where[0]] ** 2
+        else:
+            value = raw[:, where]
+        results.append(value if tape.batch_size is not None else value.squeeze(0))
+    return tuple(results) if len(results) > 1 else results[0]
+
+
+def column(observables: list[Any]) -> np.ndarray:
+    """Observables as an object array ``[R, 1, 1]`` that broadcasts against values ``[S, B]``."""
+    column = np.empty((len(observables), 1, 1), dtype=object)
+    for i, obs in enumerate(observables):
+        column[i, 0, 0] = obs
+    return column
+
+
+def _job_id(job: Any) -> str:
+    try:
+        return str(job.job_id()) if job is not None else "(not submitted)"
+    except Exception:
+        return "(unknown)"

@@ -1,0 +1,287 @@
+"""PennyLane operations -> the statevector executor's steps.
+
+Every operation becomes one of a few *steps* acting on wire positions ``0..n-1``:
+
+- ``sq``: single-qubit matrices on distinct wires, ``[..., k, 2, 2]`` (embeddings and
+  rotation layers computed in ONE vectorised op, not gate by gate),
+- ``dense``: a matrix on a few wires, ``[..., 2^k, 2^k]``,
+- ``diag``: a diagonal gate given by its eigenvalues ``[..., 2^k]`` (RZ, CRZ, IsingZZ, ...),
+- ``mono``: a constant gate with one non-zero per row (X, CNOT, SWAP, Toffoli, CZ, S, ...),
+  stored as a permutation and phases, never as a dense matrix,
+- ``init``: a full initial state (StatePrep, BasisState, AmplitudeEmbedding) in first place.
+
+``...`` is the batch dimension when the operation is broadcast. Operations outside this
+set are decomposed with PennyLane's own decomposition.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from hybridai.core.errors import UnsupportedOperationError
+
+MAX_DENSE_WIRES = 3
+SKIPPED = {"Identity", "Barrier", "Snapshot", "WireCut"}
+DIAGONAL = {
+    "RZ", "PhaseShift", "U1", "CRZ", "ControlledPhaseShift", "CPhase", "IsingZZ", "MultiRZ", "PCPhase",
+    "DiagonalQubitUnitary", "CPhaseShift00", "CPhaseShift01", "CPhaseShift10", "GlobalPhase",
+}  # fmt: skip
+SUGGESTION = "use backend='pennylane:default.qubit' (or 'pennylane:default.mixed' for noise channels)"
+
+
+@dataclass
+class Step:
+    """One executor step; ``key`` is its structure (everything but parameter values)."""
+
+    kind: str
+    wires: tuple[int, ...]
+    tensor: torch.Tensor | None
+    batched: bool
+    const: Any = None
+
+    @property
+    def key(self) -> tuple:
+        return (self.kind, self.wires, self.batched, self.const)
+
+
+def _expi(x: torch.Tensor) -> torch.Tensor:
+    return torch.complex(torch.cos(x), torch.sin(x))
+
+
+def _mat2(a, b, c, d) -> torch.Tensor:
+    return torch.stack([torch.stack([a, b], -1), torch.stack([c, d], -1)], -2)
+
+
+def rx(theta: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:
+    c, s = torch.cos(theta / 2), torch.sin(theta / 2)
+    zero = torch.zeros_like(c)
+    real = torch.stack([c, zero, zero, c], -1)
+    imag = torch.stack([zero, -s, -s, zero], -1)
+    return torch.complex(real, imag).to(cdtype).unflatten(-1, (2, 2))
+
+
+def ry(theta: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:
+    c, s = torch.cos(theta / 2), torch.sin(theta / 2)
+    return torch.stack([c, -s, s, c], -1).to(cdtype).unflatten(-1, (2, 2))
+
+
+def rz(theta: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:
+    zero = torch.zeros_like(theta).to(cdtype)
+    return _mat2(_expi(-theta / 2).to(cdtype), zero, zero, _expi(theta / 2).to(cdtype))
+
+
+def rot(phi: torch.Tensor, theta: torch.Tensor, omega: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:
+    """Rot(phi, theta, omega) = RZ(omega) RY(theta) RZ(phi), vectorised over any shape."""
+    c, s = torch.cos(theta / 2), torch.sin(theta / 2)
+    plus, minus = (phi + omega) / 2, (phi - omega) / 2
+    angles = torch.stack([-plus, minus, -minus, plus], -1)
+    magnitudes = torch.stack([c, -s, s, c], -1)
+    return torch.polar(torch.ones_like(angles), angles).mul(magnitudes).to(cdtype).unflatten(-1, (2, 2))
+
+
+ROTATIONS = {"RX": rx, "RY": ry, "RZ": rz}
+
+
+_CONSTANT_GATES: dict[tuple, tuple[str, Any]] = {}
+
+
+def constant_gate(op: Any) -> tuple[str, Any]:
+    """Classify a parameter-free gate once: ('mono', (perm, phases)) or ('dense', matrix)."""
+    key = (op.name, len(op.wires), repr(op.hyperparameters))
+    if key not in _CONSTANT_GATES:
+        matrix = np.asarray(op.matrix(), dtype=np.complex128)
+        nonzero = np.abs(matrix) > 1e-12
+        if np.all(nonzero.sum(axis=1) == 1) and np.all(nonzero.sum(axis=0) == 1):
+            perm = tuple(int(i) for i in nonzero.argmax(axis=1))
+            phases = tuple(complex(matrix[r, c]) for r, c in enumerate(perm))
+            _CONSTANT_GATES[key] = ("mono", (perm, phases))
+        else:
+            _CONSTANT_GATES[key] = ("dense", matrix)
+    return _CONSTANT_GATES[key]
+
+
+class Converter:
+    """Converts the operations of one tape into steps (dtype, device and wire map fixed)."""
+
+    def __init__(self, wire_index: dict, cdtype: torch.dtype, device: torch.device) -> None:
+        self.wire_index = wire_index
+        self.cdtype = cdtype
+        self.rdtype = torch.float32 if cdtype == torch.complex64 else torch.float64
+        self.device = device
+
+    def positions(self, wires: Any) -> tuple[int, ...]:
+        try:
+            return tuple(self.wire_index[w] for w in wires)
+        except KeyError as exc:
+            raise UnsupportedOperationError(
+                f"operation on wire {exc.args[0]!r}, which is not among the backend's wires {list(self.wire_index)}"
+            ) from None
+
+    def real(self, x: Any) -> torch.Tensor:
+        return torch.as_tensor(x, device=self.device).to(self.rdtype)
+
+    def tensor(self, x: Any) -> torch.Tensor:
+        return torch.as_tensor(x, device=self.device).to(self.cdtype)
+
+    def convert(self, operations: list[Any]) -> list[Step]:
+        steps: list[Step] = []
+        for i, op in enumerate(operations):
+            self._convert(op, steps, first=(i == 0), depth=0)
+        return steps
+
+    def _convert(self, op: Any, steps: list[Step], first: bool, depth: int) -> None:
+        import pennylane as qml
+
+        name = op.name
+        batched = op.batch_size is not None
+        if name in SKIPPED:
+            return
+        if isinstance(op, qml.operation.StatePrepBase) and first and not steps:
+            state = op.state_vector(wire_order=list(self.wire_index))
+            dim = 2 ** len(self.wire_index)
+            steps.append(
+                Step(
+                    "init",
+                    (),
+                    self.tensor(state).reshape(-1, dim) if batched else self.tensor(state).reshape(dim),
+                    batched,
+                )
+            )
+            return
+        if isinstance(op, qml.operation.Channel | qml.measurements.MidMeasureMP):
+            raise UnsupportedOperationError(f"the statevector backend cannot apply {name} (not unitary); {SUGGESTION}")
+        wires = self.positions(op.wires)
+        handler = getattr(self, f"_template_{name}", None)
+        if handler is not None and handler(op, wires, batched, steps):
+            return
+        if op.num_params == 0 and op.has_matrix and len(wires) <= 8:
+            kind, data = constant_gate(op)
+            if kind == "mono":
+                steps.append(Step("mono", wires, None, False, data))
+            else:
+                steps.append(Step("dense", wires, self.tensor(data), False, ("const", name, len(wires))))
+            return
+        if name in DIAGONAL and op.has_matrix or name == "GlobalPhase":
+            eig = self._eigvals(op, name)
+            steps.append(Step("diag", wires if name != "GlobalPhase" else (), eig, batched))
+            return
+        if name == "Rot":
+            phi, theta, omega = (self.real(p) for p in op.parameters)
+            steps.append(Step("sq", wires, rot(phi, theta, omega, self.cdtype).unsqueeze(-3), batched))
+            return
+        if name in ("RX", "RY"):
+            steps.append(
+                Step("sq", wires, ROTATIONS[name](self.real(op.parameters[0]), self.cdtype).unsqueeze(-3), batched)
+            )
+            return
+        if op.has_matrix and len(wires) <= MAX_DENSE_WIRES:
+            try:
+                matrix = self.tensor(op.matrix())
+            except Exception:  # some PennyLane matrices fail for broadcast torch parameters
+                matrix = None
+            if matrix is not None or not op.has_decomposition:
+                kind = "sq" if len(wires) == 1 else "dense"
+                if matrix is None:
+                    matrix = self.tensor(op.matrix())
+                steps.append(Step(kind, wires, matrix.unsqueeze(-3) if kind == "sq" else matrix, batched))
+                return
+        if op.has_decomposition and depth < 12:
+            for i, sub in enumerate(op.decomposition()):
+                self._convert(sub, steps, first=first and i == 0, depth=depth + 1)
+            return
+        raise UnsupportedOperationError(
+            f"the statevector backend cannot apply {name} on wires {list(op.wires)} (no matrix on at most "
+            f"{MAX_DENSE_WIRES} wires and no decomposition); {SUGGESTION}"
+        )
+
+    def _eigvals(self, op: Any, name: str) -> torch.Tensor:
+        if name == "RZ":
+            theta = self.real(op.parameters[0]).unsqueeze(-1)
+            return _expi(torch.cat([-theta / 2, theta / 2], -1)).to(self.cdtype)
+        if name in ("PhaseShift", "U1"):
+            phi = self.real(op.parameters[0]).unsqueeze(-1)
+            return _expi(torch.cat([torch.zeros_like(phi), phi], -1)).to(self.cdtype)
+        if name == "GlobalPhase":
+            return _expi(-self.real(op.parameters[0])).to(self.cdtype).unsqueeze(-1)
+        if name in ("MultiRZ", "IsingZZ"):
+            k = len(op.wires)
+            parity = np.array([bin(i).count("1") % 2 for i in range(2**k)])
+            signs = torch.as_tensor(1.0 - 2.0 * parity, device=self.device, dtype=self.rdtype)
+            return _expi(-self.real(op.parameters[0]).unsqueeze(-1) / 2 * signs).to(self.cdtype)
+        if name in ("CRZ", "ControlledPhaseShift", "CPhase"):
+            angle = self.real(op.parameters[0]).unsqueeze(-1)
+            zero = torch.zeros_like(angle)
+            angles = torch.cat([zero, zero, -angle / 2, angle / 2] if name == "CRZ" else [zero, zero, zero, angle], -1)
+            return _expi(angles).to(self.cdtype)
+        # PennyLane's eigvals() can drop to complex64 (IsingZZ); the matrix diagonal keeps the precision
+        return torch.diagonal(self.tensor(op.matrix()), dim1=-2, dim2=-1)
+
+    # -- templates computed in one vectorised op -------------------------------------------
+
+    def _template_AngleEmbedding(self, op: Any, wires, batched, steps) -> bool:
+        rotation = op.hyperparameters["rotation"]
+        rotation = getattr(rotation, "__name__", str(rotation))
+        if rotation not in ROTATIONS:
+            return False
+        steps.append(Step("sq", wires, ROTATIONS[rotation](self.real(op.parameters[0]), self.cdtype), batched))
+        return True
+
+    def _template_BasicEntanglerLayers(self, op: Any, wires, batched, steps) -> bool:
+        rotation = getattr(op.hyperparameters["rotation"], "__name__", "")
+        if rotation not in ROTATIONS:
+            return False
+        mats = ROTATIONS[rotation](self.real(op.parameters[0]), self.cdtype)  # [..., L, k, 2, 2]
+        ring = _ring(len(wires), (1,) * mats.shape[-4])
+        for layer in range(mats.shape[-4]):
+            steps.append(Step("sq", wires, mats[..., layer, :, :, :], batched))
+            for a, b in ring[layer]:
+                steps.append(Step("mono", (wires[a], wires[b]), None, False, _CNOT))
+        return True
+
+    def _template_StronglyEntanglingLayers(self, op: Any, wires, batched, steps) -> bool:
+        weights = self.real(op.parameters[0])  # [..., L, k, 3]
+        mats = rot(weights[..., 0], weights[..., 1], weights[..., 2], self.cdtype)  # [..., L, k, 2, 2]
+        entanglers = _sel_entanglers(wires, op.hyperparameters["ranges"], op.hyperparameters["imprimitive"])
+        if entanglers is None:
+            return False
+        for layer in range(mats.shape[-4]):
+            steps.append(Step("sq", wires, mats[..., layer, :, :, :], batched))
+            for kind, pos, data, const in entanglers[layer]:
+                steps.append(Step(kind, pos, None if data is None else self.tensor(data), False, const))
+        return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _sel_entanglers(wires: tuple[int, ...], ranges: tuple[int, ...], imprimitive: Any) -> list | None:
+    """Per layer, the (kind, wires, matrix, const) of StronglyEntanglingLayers' two-qubit gates."""
+    if len(wires) == 1:
+        return [[] for _ in ranges]
+    gate = imprimitive(wires=[0, 1])
+    if gate.num_params:
+        return None
+    kind, data = constant_gate(gate)
+    layers = []
+    for r in ranges:
+        pairs = [(wires[i], wires[(i + r) % len(wires)]) for i in range(len(wires))]
+        if kind == "mono":
+            layers.append([("mono", pair, None, data) for pair in pairs])
+        else:
+            layers.append([("dense", pair, data, ("const", gate.name, 2)) for pair in pairs])
+    return layers
+
+
+_CNOT = ((0, 1, 3, 2), (1 + 0j, 1 + 0j, 1 + 0j, 1 + 0j))
+
+
+def _ring(k: int, ranges: tuple[int, ...]) -> list[list[tuple[int, int]]]:
+    """CNOT pairs of BasicEntanglerLayers: none for 1 wire, one for 2, a ring for more."""
+    if k == 1:
+        return [[] for _ in ranges]
+    if k == 2:
+        return [[(0, 1)] for _ in ranges]
+    return [[(i, (i + 1) % k) for i in range(k)] for _ in ranges]

@@ -1,0 +1,230 @@
+"""Measurements on batched statevectors ``psi [B, 2^n]``: exact and sampled with shots.
+
+Expectations of Pauli words use their structure: Z-words are sign vectors applied to the
+probabilities (one matrix product for all of them); words with X or Y are a permutation
+and phases. Other observables are applied as small dense matrices on their wires.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from hybridai.core.errors import UnsupportedOperationError
+from hybridai.quantum.statevector.gates import SUGGESTION, Converter
+from hybridai.quantum.statevector.planning import apply_matrix, bit_positions
+
+LETTERS = {"X", "Y", "Z", "I"}
+
+
+def pauli_monomial(n: int, word: dict[int, str]) -> tuple[np.ndarray, np.ndarray]:
+    """(P psi)[r] = phase[r] * psi[perm[r]] for a Pauli word {position: letter}."""
+    index = np.arange(2**n, dtype=np.int64)
+    mask, phase = 0, np.ones(2**n, dtype=np.complex128)
+    for w, letter in word.items():
+        bit = (index >> (n - 1 - w)) & 1
+        if letter in ("X", "Y"):
+            mask |= 1 << (n - 1 - w)
+        if letter == "Y":
+            phase = phase * np.where(bit == 0, -1j, 1j)
+        elif letter == "Z":
+            phase = phase * np.where(bit == 0, 1, -1)
+    return index ^ mask, phase
+
+
+def probabilities(psi: torch.Tensor) -> torch.Tensor:
+    """|psi|^2 as ``[B, 2^n]`` real (one fused op and a cheap backward)."""
+    return torch.view_as_real(psi).pow(2).sum(-1)
+
+
+def marginal_probs(
+    psi: torch.Tensor, n: int, wires: tuple[int, ...], probs: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Probabilities of the basis states of ``wires`` (in that order), ``[B, 2^k]``."""
+    probs = (probabilities(psi) if probs is None else probs).reshape([psi.shape[0]] + [2] * n)
+    others = [a + 1 for a in range(n) if a not in wires]
+    if others:
+        probs = probs.sum(dim=others)
+    kept = sorted(wires)
+    order = [kept.index(w) + 1 for w in wires]
+    return probs.permute(0, *order).reshape(psi.shape[0], -1)
+
+
+class Measurement:
+    """One compiled measurement of a plan."""
+
+    def __init__(self, mp: Any, n: int, converter: Converter, device: torch.device) -> None:
+        self.kind = type(mp).__name__
+        self.n = n
+        self.converter = converter
+        self.mp = mp
+        obs = mp.obs
+        self.wires = converter.positions(mp.wires) if len(mp.wires) else tuple(range(n))
+        self.words: list[tuple[dict[int, str], int]] = []  # (word, term index)
+        self.z_signs: torch.Tensor | None = None
+        self.monomials: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        if self.kind in ("ExpectationMP", "VarianceMP"):
+            if obs is None:
+                raise UnsupportedOperationError(f"{self.kind} without an observable; {SUGGESTION}")
+            rep = obs.pauli_rep
+            if rep is not None:
+                z_cols = []
+                for t, pw in enumerate(rep):
+                    word = {converter.positions([w])[0]: letter for w, letter in pw.items()}
+                    if all(letter == "Z" for letter in word.values()):
+                        local = bit_positions(n, tuple(word))
+                        parity = np.array([bin(int(x)).count("1") % 2 for x in range(2 ** len(word))])
+                        z_cols.append((t, 1.0 - 2.0 * parity[local]))
+                    else:
+                        perm, phase = pauli_monomial(n, word)
+                        self.monomials.append(
+                            (t, torch.as_tensor(perm, device=device), torch.as_tensor(phase, device=device))
+                        )
+                self.z_terms = [t for t, _ in z_cols]
+                if z_cols:
+                    signs = np.stack([col for _, col in z_cols], axis=1)
+                    self.z_signs = torch.as_tensor(signs, device=device)
+                self.rep = rep
+            else:
+                self.rep = None
+                self.obs_wires = converter.positions(obs.wires)
+        elif self.kind not in ("ProbabilityMP", "StateMP", "DensityMatrixMP"):
+            raise UnsupportedOperationError(
+                f"the statevector backend measures expval, var, probs, state and density_matrix, not {self.kind}; "
+                f"{SUGGESTION}"
+            )
+
+    # -- exact -----------------------------------------------------------------------------
+
+    def _coefficients(self, mp: Any, dtype: torch.dtype) -> list[torch.Tensor]:
+        return [torch.as_tensor(c, device=self.converter.device).real.to(dtype) for c in mp.obs.pauli_rep.values()]
+
+    def _apply_obs(self, psi: torch.Tensor, mp: Any) -> torch.Tensor:
+        """O psi as a vector (for variances and non-Pauli observables)."""
+        if self.rep is None:
+            return apply_matrix(psi, self.n, self.obs_wires, self.converter.tensor(mp.obs.matrix()))
+        coeffs = self._coefficients(mp, psi.real.dtype)
+        out = torch.zeros_like(psi)
+        if self.z_signs is not None:
+            signs = self.z_signs.to(psi.real.dtype)
+            weights = torch.stack([coeffs[t] for t in self.z_terms])
+            out = out + psi * (signs @ weights)
+        for t, perm, phase in self.monomials:
+            out = out + coeffs[t] * phase.to(psi.dtype) * psi[:, perm]
+        return out
+
+    @property
+    def diagonal(self) -> bool:
+        """An expectation of Z-words only: a linear function of the probabilities."""
+        return self.kind == "ExpectationMP" and self.rep is not None and not self.monomials
+
+    def z_vector(self, mp: Any, dtype: torch.dtype) -> torch.Tensor:
+        """``v`` with ``<O> = probs @ v`` for a diagonal observable (``[2^n]``)."""
+        coeffs = self._coefficients(mp, dtype)
+        if self.z_signs is None:
+            return torch.zeros(2**self.n, dtype=dtype, device=self.converter.device)
+        return self.z_signs.to(dtype) @ torch.stack([coeffs[t] for t in self.z_terms])
+
+    def _expval(self, psi: torch.Tensor, mp: Any, probs: torch.Tensor) -> torch.Tensor:
+        if self.rep is None:
+            return (psi.conj() * self._apply_obs(psi, mp)).sum(-1).real
+        coeffs = self._coefficients(mp, psi.real.dtype)
+        value = probs @ self.z_vector(mp, probs.dtype)
+        for t, perm, phase in self.monomials:
+            value = value + coeffs[t] * (psi.conj() * phase.to(psi.dtype) * psi[:, perm]).sum(-1).real
+        return value
+
+    def exact(self, psi: torch.Tensor, mp: Any, probs: torch.Tensor) -> torch.Tensor:
+        if self.kind == "StateMP":
+            return psi
+        if self.kind == "ProbabilityMP":
+            return (
+                marginal_probs(psi, self.n, self.wires, probs)
+                if mp.obs is None
+                else marginal_probs(self._rotated(psi, mp), self.n, self.wires)
+            )
+        if self.kind == "DensityMatrixMP":
+            b, k = psi.shape[0], len(self.wires)
+            axes = [w + 1 for w in self.wires]
+            v = psi.reshape([b] + [2] * self.n).movedim(axes, list(range(1, k + 1))).reshape(b, 2**k, -1)
+            return v @ v.conj().transpose(-1, -2)
+        mean = self._expval(psi, mp, probs)
+        if self.kind == "ExpectationMP":
+            return mean
+        phi = self._apply_obs(psi, mp)
+        return (phi.real**2 + phi.imag**2).sum(-1) - mean**2
+
+    def _rotated(self, psi: torch.Tensor, mp: Any) -> torch.Tensor:
+        """psi in the eigenbasis of the measured observable (probs(op=...)), else unchanged."""
+        if mp.obs is None:
+            return psi
+        for step in self.converter.convert(mp.obs.diagonalizing_gates()):
+            tensor = step.tensor
+            if step.kind == "sq":
+                for j, w in enumerate(step.wires):
+                    psi = apply_matrix(psi, self.n, (w,), tensor[..., j, :, :])
+            elif step.kind == "dense":
+                psi = apply_matrix(psi, self.n, step.wires, tensor)
+            elif step.kind == "diag":
+                psi = psi * tensor[..., torch.as_tensor(bit_positions(self.n, step.wires), device=psi.device)]
+            else:
+                perm, phases = step.const
+                m = torch.zeros(len(perm), len(perm), dtype=psi.dtype, device=psi.device)
+                m[torch.arange(len(perm)), torch.as_tensor(perm)] = torch.as_tensor(phases, dtype=psi.dtype)
+                psi = apply_matrix(psi, self.n, step.wires, m.to(psi.device))
+        return psi
+
+    # -- sampled ---------------------------------------------------------------------------
+
+    def sampled(self, psi: torch.Tensor, mp: Any, shots: int, generator: torch.Generator) -> torch.Tensor:
+        """Estimate from ``shots`` samples drawn with ``generator`` (no gradient)."""
+        import pennylane as qml
+
+        if self.kind == "ProbabilityMP":
+            return _counts(marginal_probs(self._rotated(psi, mp), self.n, self.wires), shots, generator) / shots
+        if self.kind not in ("ExpectationMP", "VarianceMP"):
+            raise UnsupportedOperationError(f"{self.kind} cannot be sampled with shots; {SUGGESTION}")
+        rep = mp.obs.pauli_rep
+        terms = (
+            [(float(np.real(c)), pw.operation() if pw else None) for pw, c in rep.items()] if rep else [(1.0, mp.obs)]
+        )
+        if self.kind == "VarianceMP" and len(terms) > 1:
+            raise UnsupportedOperationError(f"the variance of a sum of {len(terms)} terms with shots; {SUGGESTION}")
+        total = torch.zeros(psi.shape[0], dtype=psi.real.dtype, device=psi.device)
+        for coeff, term in terms:
+            if term is None or isinstance(term, qml.Identity):
+                total = total + coeff
+                continue
+            rotated = self._rotated(psi, qml.expval(term)) if term.diagonalizing_gates() else psi
+            wires = self.converter.positions(term.wires)
+            eig = torch.as_tensor(np.real(qml.math.toarray(term.eigvals())), dtype=psi.real.dtype, device=psi.device)
+            freq = _counts(marginal_probs(rotated, self.n, wires), shots, generator) / shots
+            mean = freq @ eig
+            total = total + coeff * (mean if self.kind == "ExpectationMP" else freq @ eig**2 - mean**2)
+        return total
+
+
+def _counts(probs: torch.Tensor, shots: int, generator: torch.Generator) -> torch.Tensor:
+    """Multinomial counts ``[B, d]`` of ``shots`` samples per row (drawn on the CPU, seeded)."""
+    p = probs.detach().to("cpu", torch.float64).clamp_min(0)
+    samples = torch.multinomial(p / p.sum(-1, keepdim=True), shots, replacement=True, generator=generator)
+    counts = torch.zeros_like(p).scatter_add_(1, samples, torch.ones_like(samples, dtype=p.dtype))
+    return counts.to(probs.device, probs.dtype)
+
+
+def measure_exact(measurements: list[Measurement], mps: list[Any], psi: torch.Tensor) -> list[torch.Tensor]:
+    """All exact results of a tape; Z-word expectations together as ONE matrix product."""
+    probs = probabilities(psi)
+    results: list[torch.Tensor | None] = [None] * len(mps)
+    diagonal = [i for i, m in enumerate(measurements) if m.diagonal]
+    if diagonal:
+        vectors = torch.stack([measurements[i].z_vector(mps[i], probs.dtype) for i in diagonal], dim=1)
+        columns = probs @ vectors
+        for c, i in enumerate(diagonal):
+            results[i] = columns[:, c]
+    for i, (m, mp) in enumerate(zip(measurements, mps, strict=True)):
+        if results[i] is None:
+            results[i] = m.exact(psi, mp, probs)
+    return results

@@ -1,0 +1,365 @@
+"""hybridai's batched torch statevector executor (planning, state evolution).
+
+A tape becomes steps (``gates.py``); the *structure* of the steps (kinds, wires, which
+are broadcast) is planned once and cached: leading single-qubit steps build a product
+state directly by Kronecker products; runs of constant gates (X, CNOT, SWAP, CZ, S, ...)
+and diagonal gates (RZ, CRZ, IsingZZ, ...) merge into ONE permutation and ONE phase
+vector; a run of steps that does not depend on the batch (the trainable ansatz) becomes
+one unitary applied to the whole batch as a matrix product when 2^n is small against the
+batch; everything else is applied as small matrix products on ``[B, ..., 2, ...]`` views.
+Everything is plain torch, so autograd gives exact gradients on CPU and CUDA.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from hybridai.core.errors import ResourceLimitError
+from hybridai.quantum.statevector.gates import Step
+
+KRON_CHUNK = int(
+    os.environ.get("HYBRIDAI_KRON_CHUNK", 3)
+)  # single-qubit gates on up to this many wires are applied as one 2^c x 2^c matrix
+
+StateFn = Callable[[torch.Tensor, list[Step]], torch.Tensor]
+
+
+def bit_positions(n: int, wires: tuple[int, ...]) -> np.ndarray:
+    """For every basis index of n qubits, its local index on ``wires`` (first wire most significant)."""
+    index = np.arange(2**n, dtype=np.int64)
+    local = np.zeros(2**n, dtype=np.int64)
+    for w in wires:
+        local = (local << 1) | ((index >> (n - 1 - w)) & 1)
+    return local
+
+
+def replace_bits(n: int, wires: tuple[int, ...], local: np.ndarray) -> np.ndarray:
+    """Basis indices with the bits on ``wires`` replaced by ``local[s]`` (per basis index s)."""
+    index = np.arange(2**n, dtype=np.int64)
+    k = len(wires)
+    for j, w in enumerate(wires):
+        bit = (local >> (k - 1 - j)) & 1
+        shift = n - 1 - w
+        index = (index & ~(1 << shift)) | (bit << shift)
+    return index
+
+
+class _Permute(torch.autograd.Function):
+    """psi[:, perm] whose backward is a gather by the inverse permutation (not a scatter-add)."""
+
+    @staticmethod
+    def forward(ctx, psi: torch.Tensor, perm: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(inverse)
+        return psi.index_select(1, perm)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (inverse,) = ctx.saved_tensors
+        return grad.index_select(1, inverse), None, None
+
+
+class _PermuteRows(torch.autograd.Function):
+    """``psi[:, perm].T`` as ONE contiguous gather: the permuted state laid out ``[2^n, B]``."""
+
+    @staticmethod
+    def forward(ctx, psi: torch.Tensor, perm: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(inverse)
+        return psi.T.index_select(0, perm)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (inverse,) = ctx.saved_tensors
+        return grad.index_select(0, inverse).T, None, None
+
+
+def permute(psi: torch.Tensor, perm: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
+    """Basis permutation of ``psi [B, 2^n]``: ``out[:, s] = psi[:, perm[s]]``."""
+    return _Permute.apply(psi, perm, inverse)
+
+
+def apply_matrix(psi: torch.Tensor, n: int, wires: tuple[int, ...], matrix: torch.Tensor) -> torch.Tensor:
+    """Apply a ``[2^k, 2^k]`` (or batched ``[B, 2^k, 2^k]``) matrix on ``wires`` of ``psi [B, 2^n]``."""
+    b, k = psi.shape[0], len(wires)
+    d = 2**k
+    batched = matrix.dim() == 3
+    if wires == tuple(range(wires[0], wires[0] + k)):
+        left, right = 2 ** wires[0], 2 ** (n - wires[0] - k)
+        if right == 1:  # target wires last: one GEMM on rows
+            if batched:
+                return (psi.reshape(b, left, d) @ matrix.transpose(-1, -2)).reshape(b, -1)
+            return (psi.reshape(-1, d) @ matrix.T).reshape(b, -1)
+        if left == 1 or batched:
+            view = psi.reshape(b, left * d, right) if left == 1 else psi.reshape(b, left, d, right)
+            out = (matrix.unsqueeze(1) if batched and left > 1 else matrix) @ view
+            return out.reshape(b, -1)
+        return (matrix @ psi.reshape(b * left, d, right)).reshape(b, -1)
+    axes = [w + 1 for w in wires]
+    view = psi.reshape([b] + [2] * n).movedim(axes, list(range(1, k + 1))).reshape(b, d, -1)
+    out = (matrix @ view).reshape([b] + [2] * n).movedim(list(range(1, k + 1)), axes)
+    return out.reshape(b, -1)
+
+
+def kron(mats: list[torch.Tensor]) -> torch.Tensor:
+    """Kronecker product of ``[..., a, a]`` matrices (batch dimensions broadcast)."""
+    out = mats[0]
+    for m in mats[1:]:
+        lead = torch.broadcast_shapes(out.shape[:-2], m.shape[:-2])
+        a, c = out.shape[-1], m.shape[-1]
+        out = (out[..., :, None, :, None] * m[..., None, :, None, :]).reshape(*lead, a * c, a * c)
+    return out
+
+
+class Plan:
+    """The cached execution plan of one circuit structure."""
+
+    def __init__(self, keys: list[tuple], n: int, fuse: bool, device: torch.device, cdtype: torch.dtype) -> None:
+        self.n, self.device, self.cdtype = n, device, cdtype
+        # product states: wires in groups of <= 8; per group, the flat (wire, bit) index of every
+        # basis state's factor, [2^k, k]
+        self._groups = []
+        size = math.ceil(n / math.ceil(n / 8)) if n else 1
+        for start in range(0, n, size):
+            k = min(size, n - start)
+            index, wires = np.arange(2**k)[:, None], np.arange(k)[None, :]
+            self._groups.append((start, torch.as_tensor(2 * wires + ((index >> (k - 1 - wires)) & 1), device=device)))
+        start = 0
+        if keys and keys[0][0] == "init":
+            self.init: Callable[[list[Step], int], torch.Tensor] = self._init_given
+            start = 1
+        else:
+            while start < len(keys) and self._product_friendly(keys[start]):
+                start += 1
+            prefix = list(range(start))
+            self.init = lambda steps, b: self._init_product(steps, prefix, b)
+        self.funcs: list[StateFn] = []
+        self.fused_runs = 0
+        i = start
+        while i < len(keys):
+            j = i
+            while j < len(keys) and keys[j][2] == keys[i][2]:
+                j += 1
+            run = list(range(i, j))
+            if fuse and not keys[i][2] and len(run) >= 2:
+                self.funcs.append(self._fused(self._compile(keys, run)))
+                self.fused_runs += 1
+            else:
+                self.funcs.extend(self._compile(keys, run))
+            i = j
+
+    @staticmethod
+    def _product_friendly(key: tuple) -> bool:
+        kind, wires = key[0], key[1]
+        return kind == "sq" or (kind in ("dense", "diag", "mono") and len(wires) == 1)
+
+    # -- initial state ---------------------------------------------------------------------
+
+    def _init_given(self, steps: list[Step], b: int) -> torch.Tensor:
+        state = steps[0].tensor
+        return state if state.dim() == 2 else state.expand(b, -1)
+
+    def _init_product(self, steps: list[Step], prefix: list[int], b: int) -> torch.Tensor:
+        if len(prefix) == 1 and steps[prefix[0]].kind == "sq" and steps[prefix[0]].wires == tuple(range(self.n)):
+            # one embedding layer: per group of <= 8 wires gather-and-multiply, then kron the groups
+            columns = steps[prefix[0]].tensor[..., :, :, 0]  # [..., n, 2]
+            state = None
+            for start, bits in self._groups:
+                k = bits.shape[1]
+                group = columns[..., start : start + k, :].reshape(-1, 2 * k)
+                part = group[:, bits].prod(-1)
+                state = (
+                    part
+                    if state is None
+                    else (state.unsqueeze(-1) * part.unsqueeze(-2)).reshape(max(state.shape[0], part.shape[0]), -1)
+                )
+            return state.expand(b, -1) if state.shape[0] == 1 else state
+        vectors: dict[int, torch.Tensor] = {}
+        for i in prefix:
+            step = steps[i]
+            if step.kind == "sq":
+                for j, w in enumerate(step.wires):
+                    m = step.tensor[..., j, :, :]
+                    vectors[w] = m[..., :, 0] if w not in vectors else (m @ vectors[w].unsqueeze(-1)).squeeze(-1)
+                continue
+            (w,) = step.wires
+            v = vectors.get(w)
+            if v is None:
+                v = torch.tensor([1, 0], dtype=self.cdtype, device=self.device)
+            if step.kind == "dense":
+                v = (step.tensor @ v.unsqueeze(-1)).squeeze(-1)
+            elif step.kind == "diag":
+                v = step.tensor * v
+            else:
+                perm, phases = step.const
+                v = torch.tensor(phases, dtype=self.cdtype, device=self.device) * v[..., list(perm)]
+            vectors[w] = v
+        zero = torch.tensor([[1, 0]], dtype=self.cdtype, device=self.device)
+        rows = [vectors.get(w, zero).reshape(-1, 2) for w in range(self.n)]
+        state = rows[0]
+        for v in rows[1:]:
+            state = (state.unsqueeze(-1) * v.unsqueeze(-2)).reshape(max(state.shape[0], v.shape[0]), -1)
+        return state.expand(b, -1) if state.shape[0] == 1 else state
+
+    # -- evolution -------------------------------------------------------------------------
+
+    def _compile(self, keys: list[tuple], run: list[int]) -> list[StateFn]:
+        funcs: list[StateFn] = []
+        chain: list[int] = []
+        for i in run:
+            if keys[i][0] in ("mono", "diag"):
+                chain.append(i)
+                continue
+            before = None
+            if chain:
+                perm, inverse, const, gathers = self._chain(keys, chain)
+                if self._rotates(keys[i]) and const is None and not gathers and perm is not None:
+                    before = (perm, inverse)  # gathered in the same pass as the layer's transposed copy
+                else:
+                    funcs.append(self._monomial(keys, chain))
+                chain = []
+            if keys[i][0] == "sq":
+                funcs.append(
+                    self._rotating_layer(keys[i][1], i, before) if self._rotates(keys[i]) else self._sq(keys[i], i)
+                )
+            else:
+                funcs.append(self._dense(keys[i][1], i))
+        if chain:
+            funcs.append(self._monomial(keys, chain))
+        return funcs
+
+    def _rotates(self, key: tuple) -> bool:
+        """A constant single-qubit layer on at least half the wires runs as a rotating GEMM cycle."""
+        return key[0] == "sq" and not key[2] and 2 * len(key[1]) >= self.n
+
+    def _sq(self, key: tuple, i: int) -> StateFn:
+        wires = key[1]
+        n = self.n
+        chunks = [
+            (tuple(range(c, min(c + KRON_CHUNK, len(wires)))), wires[c : c + KRON_CHUNK])
+            for c in range(0, len(wires), KRON_CHUNK)
+        ]
+
+        def apply(psi: torch.Tensor, steps: list[Step]) -> torch.Tensor:
+            mats = steps[i].tensor
+            for idx, ws in chunks:
+                psi = apply_matrix(psi, n, ws, kron([mats[..., j, :, :] for j in idx]))
+            return psi
+
+        return apply
+
+    def _rotating_layer(self, wires: tuple[int, ...], i: int, before: tuple | None = None) -> StateFn:
+        """Single-qubit gates on (most) wires as a cycle of skinny GEMMs, with no copies between.
+
+        On a state laid out as ``[q0..q_{n-1}, b]`` (one transposed copy), ``X.T @ M.T`` with
+        ``X = view(2^c, -1)`` applies ``M`` to the leading c qubits AND moves them last; after
+        a full cycle the layout is ``[b, q0..q_{n-1}]`` again. Wires without a gate get identity.
+        ``before``: a basis permutation (CNOT ring, ...) applied in the same pass as the copy.
+        """
+        n = self.n
+        position = {w: j for j, w in enumerate(wires)}
+        sizes = [KRON_CHUNK] * (n // KRON_CHUNK) + ([n % KRON_CHUNK] if n % KRON_CHUNK else [])
+        chunks, start = [], 0
+        for size in sizes:
+            chunks.append([position.get(a) for a in range(start, start + size)])
+            start += size
+
+        def apply(psi: torch.Tensor, steps: list[Step]) -> torch.Tensor:
+            mats = steps[i].tensor
+            eye = torch.eye(2, dtype=mats.dtype, device=mats.device)
+            b = psi.shape[0]
+            x = psi.T if before is None else _PermuteRows.apply(psi, *before)
+            for chunk in chunks:
+                m = kron([eye if j is None else mats[j] for j in chunk])
+                x = x.reshape(m.shape[0], -1).T @ m.T
+            return x.reshape(b, -1)
+
+        return apply
+
+    def _dense(self, wires: tuple[int, ...], i: int) -> StateFn:
+        n = self.n
+        return lambda psi, steps: apply_matrix(psi, n, wires, steps[i].tensor)
+
+    def _monomial(self, keys: list[tuple], chain: list[int]) -> StateFn:
+        """A run of permutation/phase gates and diagonal gates as one gather and one product."""
+        perm_t, inverse_t, const_t, gathers = self._chain(keys, chain)
+
+        def apply(psi: torch.Tensor, steps: list[Step]) -> torch.Tensor:
+            if perm_t is not None:
+                psi = permute(psi, perm_t, inverse_t)
+            phase = const_t
+            for j, idx in gathers:
+                e = steps[j].tensor[..., idx]
+                phase = e if phase is None else phase * e
+            return psi if phase is None else psi * phase
+
+        return apply
+
+    def _chain(self, keys: list[tuple], chain: list[int]) -> tuple:
+        """(permutation, its inverse, constant phases, [(step, gather index)]) of a monomial run."""
+        n = self.n
+        perm = np.arange(2**n, dtype=np.int64)
+        const = np.ones(2**n, dtype=np.complex128)
+        diags: list[tuple[int, np.ndarray]] = []
+        for i in chain:
+            kind, wires = keys[i][0], keys[i][1]
+            local = bit_positions(n, wires)
+            if kind == "diag":
+                diags.append((i, local))
+                continue
+            local_perm, local_phase = (np.asarray(a) for a in keys[i][3])
+            p = replace_bits(n, wires, local_perm[local])
+            d = local_phase[local]
+            perm, const = perm[p], d * const[p]
+            diags = [(j, idx[p]) for j, idx in diags]
+        identity = bool(np.all(perm == np.arange(2**n)))
+        perm_t = None if identity else torch.as_tensor(perm, device=self.device)
+        inverse_t = None if identity else torch.as_tensor(np.argsort(perm), device=self.device)
+        const_t = None if np.allclose(const, 1) else torch.as_tensor(const, device=self.device).to(self.cdtype)
+        gathers = [(j, torch.as_tensor(idx, device=self.device)) for j, idx in diags]
+        return perm_t, inverse_t, const_t, gathers
+
+    def _fused(self, funcs: list[StateFn]) -> StateFn:
+        """Constant run -> its unitary (as R = U^T, built on the identity), applied as one GEMM."""
+        dim = 2**self.n
+
+        def apply(psi: torch.Tensor, steps: list[Step]) -> torch.Tensor:
+            r = torch.eye(dim, dtype=psi.dtype, device=psi.device)
+            for f in funcs:
+                r = f(r, steps)
+            return psi @ r
+
+        return apply
+
+    def run(self, steps: list[Step], b: int) -> torch.Tensor:
+        psi = self.init(steps, b)
+        for f in self.funcs:
+            psi = f(psi, steps)
+        return psi
+
+
+def memory_limit(device: torch.device) -> int:
+    """Default memory limit in bytes: half the free GPU memory, or half the physical RAM."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return free // 2
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+def check_memory(plan: Plan, n: int, b: int, cdtype: torch.dtype, limit: int) -> None:
+    """Refuse (before allocating) a run whose states kept for backward would exceed ``limit``."""
+    itemsize = torch.empty((), dtype=cdtype).element_size()
+    states = len(plan.funcs) + 4
+    estimate = itemsize * (2**n) * b * states + plan.fused_runs * itemsize * 4**n * 8
+    if estimate > limit:
+        raise ResourceLimitError(
+            f"the statevector backend would need about {estimate / 2**30:.2f} GiB for {n} qubits, "
+            f"batch {b}, {cdtype} ({states} states kept for backward), above max_memory={limit / 2**30:.2f} GiB; "
+            "accepted: a smaller batch or fewer qubits, dtype='complex64', or a larger max_memory= (bytes)"
+        )

@@ -1,0 +1,180 @@
+"""One lowering of a trained model to a chain of layers, shared by every chip compiler and NIR export.
+
+``lower(model, target=..., accepts=..., supported=...)`` walks ``model`` (an ``nn.Sequential``, nested
+ones flattened, ``TimeDistributed`` unwrapped, ``nn.Identity`` and ``nn.Dropout`` skipped: no-ops at
+inference) and returns a ``LayerGraph``: one ``LayerNode`` per layer with its kind, module, position and
+output width. It checks what holds for every target and raises one ``ConfigError`` naming the layer
+(``model[i]``), its type and what ``target`` accepts:
+
+- a layer whose kind is not in ``accepts`` (or that hybridai cannot lower at all);
+- an ``nn.Linear`` whose ``in_features`` differs from the width before it;
+- a decoder that is not the last layer after a LIF or CUBA layer;
+- a LIF or CUBA layer of unknown size, or whose per-neuron parameters do not match its size.
+
+Neurons are counted with one rule: a spiking layer has as many neurons as values reach it (the width
+before it, ``n_inputs`` for a first layer), else the size it learnt on its last forward call
+(``n_neurons``), else the size of its per-neuron parameters. Targets check their own limits on the nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from torch import nn
+
+from hybridai.core.errors import invalid, optional_int
+from hybridai.spiking.encoding import MembraneDecoder, RateDecoder, SpikeCountDecoder, TimeDistributed
+from hybridai.spiking.neurons import CUBA, LIF
+
+# (module class, kind), first match wins
+KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (nn.Linear, "dense"),
+    (nn.Conv2d, "conv"),
+    (CUBA, "cuba"),
+    (LIF, "lif"),
+    (nn.ReLU, "relu"),
+    (nn.MaxPool2d, "pool"),
+    (nn.Flatten, "flatten"),
+    ((SpikeCountDecoder, RateDecoder, MembraneDecoder), "decoder"),
+)
+SKIPPED = (nn.Identity, nn.Dropout)
+SPIKING = ("lif", "cuba")
+
+
+def kind_of(module: nn.Module) -> str | None:
+    """The kind of ``module`` (``"dense"``, ``"conv"``, ``"lif"``, ``"cuba"``, ``"relu"``, ``"pool"``,
+    ``"flatten"``, ``"decoder"``), or None for a layer hybridai cannot lower."""
+    return next((kind for cls, kind in KINDS if isinstance(module, cls)), None)
+
+
+@dataclass(frozen=True)
+class LayerNode:
+    """One layer of a lowered model.
+
+    kind: see ``kind_of``. module: the torch layer (the one inside a ``TimeDistributed``).
+    index: its position in the model, the ``nn.Sequential`` key (``"3"``; ``"2.0"`` inside a nested one).
+    width: values per sample and step it outputs (the neurons of a LIF/CUBA layer, the units of an
+    ``nn.Linear``); None where it depends on the input's spatial size (after a Conv2d, pooling, Flatten).
+    n_in: values per sample and step it takes, None when unknown.
+    time_distributed: the model wraps it in ``TimeDistributed``.
+    """
+
+    kind: str
+    module: nn.Module
+    index: str
+    width: int | None
+    n_in: int | None
+    time_distributed: bool = False
+
+    @property
+    def type_name(self) -> str:
+        return type(self.module).__name__
+
+    @property
+    def label(self) -> str:
+        """``"1: LIF"``: index and type, the name chips give the layer in their reports."""
+        return f"{self.index}: {self.type_name}"
+
+    @property
+    def where(self) -> str:
+        """``"model[1]"`` (``"model[2][0]"`` in a nested ``nn.Sequential``): the argument error messages name."""
+        return _where(self.index)
+
+
+@dataclass(frozen=True)
+class LayerGraph:
+    """A lowered model: its layers in order (a chain: each feeds the next)."""
+
+    layers: tuple[LayerNode, ...]
+
+    @property
+    def n_inputs(self) -> int | None:
+        """Values per sample and step the first layer takes (None when unknown, e.g. before a Conv2d)."""
+        return self.layers[0].n_in
+
+    @property
+    def decoder(self) -> LayerNode | None:
+        """The trailing decoder, if any (``lower`` allows decoders only there)."""
+        return self.layers[-1] if self.layers[-1].kind == "decoder" else None
+
+    def __iter__(self) -> Iterator[LayerNode]:
+        return iter(self.layers)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+
+def _where(index: str) -> str:
+    return "model" + "".join(f"[{part}]" for part in index.split("."))
+
+
+def _walk(module: nn.Module, index: str, time_distributed: bool) -> Iterator[tuple[str, nn.Module, bool]]:
+    if isinstance(module, nn.Sequential):
+        for name, child in module.named_children():
+            yield from _walk(child, f"{index}.{name}" if index else name, time_distributed)
+    elif isinstance(module, TimeDistributed):
+        yield from _walk(module.module, index, True)
+    elif not isinstance(module, SKIPPED):
+        yield index, module, time_distributed
+
+
+def _neurons(node_where: str, layer: LIF | CUBA, width: int | None) -> int:
+    """The one neuron-count rule (module docstring), with its per-neuron parameters checked against it."""
+    tensors = {name: getattr(layer, name) for name in ("alpha", "beta", "threshold") if hasattr(layer, name)}
+    sizes = {t.numel() for t in tensors.values() if t.numel() > 1}
+    n = width or layer.n_neurons or (sizes.pop() if len(sizes) == 1 else None)
+    if n is None:
+        what = f"the number of neurons of {node_where} ({type(layer).__name__}; its size is unknown)"
+        raise invalid("n_inputs", None, what)
+    for name, tensor in tensors.items():
+        if tensor.numel() not in (1, n):
+            raise invalid(f"{node_where}.{name}.shape", tuple(tensor.shape), f"a scalar or {n} per-neuron values")
+    return n
+
+
+def lower(
+    model: Any, *, target: str, accepts: Collection[str], supported: str, n_inputs: int | None = None
+) -> LayerGraph:
+    """``model`` as a ``LayerGraph`` of the kinds in ``accepts``, or one ``ConfigError`` naming the layer.
+
+    target: who the graph is for (``"loihi"``, ``"NIR export"``), named in messages with ``supported``
+    (what it takes, in words). model: an ``nn.Sequential`` or one layer. n_inputs: the input width, needed
+    only when the model starts with a LIF or CUBA layer of unknown size.
+    """
+    accepted = f"{target} takes {supported}"
+    n_inputs = optional_int("n_inputs", n_inputs, 1)
+    container = isinstance(model, nn.Sequential | TimeDistributed)
+    if not isinstance(model, nn.Module) or not (container or kind_of(model)):
+        raise invalid("model", type(model).__name__, accepted)
+    nodes: list[LayerNode] = []
+    width = n_inputs
+    for index, module, time_distributed in _walk(model, "" if isinstance(model, nn.Sequential) else "0", False):
+        kind = kind_of(module)
+        where = _where(index)
+        if kind not in accepts:
+            raise invalid(where, type(module).__name__, accepted)
+        if nodes and nodes[-1].kind == "decoder":
+            decoder = nodes[-1]
+            raise invalid(
+                where, type(module).__name__, f"nothing after the decoder {decoder.where} ({decoder.type_name})"
+            )
+        n_in = width
+        if kind == "dense":
+            if width is not None and module.in_features and module.in_features != width:
+                raise invalid(f"{where}.in_features", module.in_features, f"{width} (the previous layer's)")
+            n_in, width = module.in_features or width, module.out_features
+        elif kind in SPIKING:
+            n_in = width = _neurons(where, module, width)
+        elif kind == "decoder" and (not nodes or nodes[-1].kind not in SPIKING):
+            raise invalid(where, type(module).__name__, "a decoder only as the last layer, after a LIF or CUBA layer")
+        elif kind in ("conv", "pool", "flatten"):
+            width = None
+        nodes.append(LayerNode(kind, module, index, width, n_in, time_distributed))
+    if not nodes:
+        raise invalid("model", f"an empty {type(model).__name__}", accepted)
+    return LayerGraph(tuple(nodes))
+
+
+__all__ = ["KINDS", "LayerGraph", "LayerNode", "kind_of", "lower"]

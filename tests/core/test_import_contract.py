@@ -1,0 +1,50 @@
+"""`import hybridai` imports torch and numpy only, and the import contract holds (and would catch a cycle)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import sys, torch, numpy
+before = {m.split('.')[0] for m in sys.modules}
+import hybridai
+added = sorted({m.split('.')[0] for m in sys.modules} - before - {'hybridai'})
+print(','.join(added))
+"""
+
+
+def test_import_hybridai_adds_no_third_party_package_to_torch_and_numpy():
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, cwd=ROOT)
+    added = [m for m in out.stdout.strip().split(",") if m]
+    third_party = [m for m in added if m not in sys.stdlib_module_names]
+    assert third_party == [], f"import hybridai also imported {third_party}"
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run([str(exe), "--config", str(ROOT / "pyproject.toml")], capture_output=True, text=True,
+                          cwd=root)  # fmt: skip
+
+
+def test_import_contract_holds():
+    result = _lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert "0 broken" in result.stdout
+
+
+def test_import_contract_fails_on_a_deliberate_cycle(tmp_path):
+    import shutil
+
+    copy = tmp_path / "hybridai"
+    shutil.copytree(ROOT / "hybridai", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(copy / "core" / "errors.py", "a") as f:
+        f.write("\nimport hybridai.quantum.layer  # a deliberate upward import and cycle\n")
+    env_path = f"{tmp_path}"
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--config", str(ROOT / "pyproject.toml")],
+        capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "BROKEN" in result.stdout and "hybridai.core.errors -> hybridai.quantum.layer" in result.stdout

@@ -1,0 +1,72 @@
+"""hybridai.place replaces what a classical backend wraps, the root module included."""
+
+import pytest
+import torch
+from torch import nn
+
+import hybridai
+from hybridai import backends
+from hybridai.backends import Placement, PlacementCapabilities
+from hybridai.core import registry
+
+
+class Wrapped(nn.Module):
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return 2 * self.inner(x)
+
+
+class Doubler(Placement):
+    domains = ("classical",)
+
+    @property
+    def capabilities(self) -> PlacementCapabilities:
+        return PlacementCapabilities(differentiable=True, exact=False)
+
+    def place(self, module: nn.Module) -> nn.Module:
+        return module if isinstance(module, Wrapped) else Wrapped(module)
+
+
+@pytest.fixture
+def doubler():
+    backends.register("doubler")(Doubler)
+    yield
+    registry._registered.pop("doubler")
+
+
+def test_place_wraps_leaves_and_the_root(doubler):
+    torch.manual_seed(0)
+    x = torch.rand(3, 4)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Sequential(nn.Linear(4, 2)))
+    before = model(x)
+    placed = hybridai.place(model, classical="doubler")
+    assert placed is model and isinstance(model[0], Wrapped) and isinstance(model[1][0], Wrapped)
+    assert torch.allclose(model(x), 2 * model[1][0].inner(2 * model[0].inner(x)))
+    assert not torch.allclose(model(x), before)
+    root = nn.Linear(4, 2)
+    assert isinstance(hybridai.place(root, classical="doubler"), Wrapped)
+
+
+def test_summary_names_layers_domains_and_backends():
+    import pennylane as qml
+
+    def circuit(inputs, w):
+        qml.RX(inputs[..., 0] * w[0], wires=0)
+        return qml.expval(qml.PauliZ(1))
+
+    model = nn.Sequential(nn.Linear(4, 2), hybridai.QuantumLayer(circuit, 2, {"w": 1}))
+    text = hybridai.summary(model, show=False)
+    assert "statevector" in text and "2 qubits" in text and "1 classical, 1 quantum" in text
+    assert "torch:cpu" in text
+
+
+def test_a_chip_compiler_is_refused_for_a_layer_with_a_pointer_to_deploy():
+    from hybridai.core.errors import UnsupportedOperationError
+
+    model = nn.Sequential(nn.Linear(2, 2))
+    with pytest.raises(UnsupportedOperationError, match=r"hybridai.deploy\(model, backend='loihi'\)"):
+        hybridai.place(model, classical="loihi")
+    assert isinstance(model[0], nn.Linear)  # nothing changed
