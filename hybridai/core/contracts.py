@@ -19,6 +19,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from hybridai.core.capabilities import ChipCapabilities, PlacementCapabilities, QuantumCapabilities
 from hybridai.core.execution import Execution, ExecutionConfig
+from hybridai.core.redaction import describe_options
 
 DOMAINS = ("classical", "quantum", "spiking")
 
@@ -59,8 +60,8 @@ class Backend(ABC):
         return Availability(True)
 
     def __repr__(self) -> str:
-        opts = "".join(f", {k}={v!r}" for k, v in sorted(self.options.items()))
-        return f"<{type(self).__name__} {self.name!r}{opts}>"
+        """Family, target and options; secret-named options (``token=``, ``api_key=`` ...) show ``'***'``."""
+        return f"<{type(self).__name__} {self.name!r}{describe_options(dict(sorted(self.options.items())))}>"
 
 
 class QuantumExecutor(Backend):
@@ -119,6 +120,12 @@ class ChipCompiler(Backend):
 
 
 CONTRACTS: tuple[type[Backend], ...] = (QuantumExecutor, Placement, ChipCompiler)
+# the typed capabilities record of each contract
+CAPABILITIES: dict[type[Backend], type] = {
+    QuantumExecutor: QuantumCapabilities,
+    Placement: PlacementCapabilities,
+    ChipCompiler: ChipCapabilities,
+}
 
 
 def contract_of(cls: type[Backend]) -> type[Backend] | None:

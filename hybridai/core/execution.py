@@ -23,8 +23,11 @@ class ExecutionConfig:
     seed: ``None`` for fresh randomness, or an int: the same seed gives the same samples.
     diff_method: a gradient method from the executor's ``capabilities.diff_methods``.
     mitigation: ``hybridai.ZNE(...)`` or ``None``.
-    keep_gates: the tapes were folded on purpose: the executor must not cancel or merge gates
-        (Qiskit executors transpile at optimisation level 0).
+    keep_gates: the tapes were folded on purpose, with nothing marking the folds: the executor must not
+        cancel or merge gates (Qiskit executors transpile at optimisation level 0). An executor whose
+        optimiser respects barriers declares ``fold_barriers = True`` (a class attribute; the Qiskit
+        executors do): zero-noise extrapolation then puts a barrier between folded blocks and sends
+        ``keep_gates=False``, and the executor optimises folded tapes as any other.
     """
 
     wires: tuple[Any, ...] = ()

@@ -5,6 +5,10 @@ executor runs the requested engine itself (``capabilities.mitigation_engines``, 
 it hands the call over unchanged. Otherwise every tape is folded once per scale factor
 (``mitigation.folding``), ALL folded tapes go to the executor in ONE ``execute`` call (with
 ``keep_gates=True`` so nothing cancels the folds), and each result is extrapolated to zero noise.
+An executor whose optimiser respects barriers (class attribute ``fold_barriers = True``: the Qiskit
+executors) gets a ``FoldBarrier`` between folded blocks instead, and ``keep_gates=False``: it runs the
+folded circuits as it runs any other (Qiskit: at its ``optimization_level``), so the scale-factor-1
+circuit is exactly the unmitigated one and "noisy" equals ZNE's own noisy value at scale 1.
 The extrapolation is differentiable: d(mitigated)/d(noisy) from ``ZNE.combine`` is applied by the
 chain rule to whatever gradients the executor gives (autograd or the parameter-shift rule).
 """
@@ -35,8 +39,9 @@ def execute(executor: QuantumExecutor, tapes: Any, config: ExecutionConfig) -> E
                       f"executor that runs it itself, such as 'ibm:...')")  # fmt: skip
     tapes = list(tapes)
     n_folds = len(zne.scale_factors)
-    folded = [f for tape in tapes for f in fold_tape(tape, zne, config.wires)]
-    run = executor.execute(folded, config.replace(mitigation=None, keep_gates=True))
+    barriers = bool(getattr(executor, "fold_barriers", False))  # an optimising executor: folds need protecting
+    folded = [f for tape in tapes for f in fold_tape(tape, zne, config.wires, barriers)]
+    run = executor.execute(folded, config.replace(mitigation=None, keep_gates=not barriers))
     results, records = [], []
     for i, tape in enumerate(tapes):
         result, record = _extrapolate(run.results[i * n_folds : (i + 1) * n_folds], zne, tape.batch_size)

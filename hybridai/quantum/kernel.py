@@ -27,6 +27,7 @@ float32, or float64 for float64 inputs (see ``hybridai.core.precision``).
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -34,7 +35,6 @@ import torch
 
 from hybridai.core.errors import (
     ConfigError,
-    HybridAIError,
     ShapeError,
     UnsupportedOperationError,
     invalid,
@@ -43,7 +43,8 @@ from hybridai.core.errors import (
 from hybridai.core.precision import keeps_precision, quantum_dtype
 from hybridai.quantum.execution import check_mitigation
 from hybridai.quantum.mitigation.folding import inverse
-from hybridai.quantum.module import QuantumModule
+from hybridai.quantum.module import QuantumModule, check_finite
+from hybridai.quantum.recording import recording
 from hybridai.quantum.weights import WeightInit, check_weight_shapes, register_weights
 
 KINDS = ("fidelity", "projected")
@@ -103,11 +104,7 @@ def as_samples(argument: str, value: Any, dtype: torch.dtype | None = None) -> t
         value = value.to(dtype or torch.get_default_dtype())
     elif dtype is not None:
         value = value.to(dtype)
-    bad = ~torch.isfinite(value.detach())
-    if bad.any():
-        row, col = (int(i) for i in bad.nonzero()[0])
-        raise invalid(argument, f"a tensor with {value[row, col].item()} at [{row}, {col}]", "finite values only")
-    return value
+    return check_finite(argument, value)
 
 
 class QuantumKernel(QuantumModule):
@@ -172,12 +169,10 @@ class QuantumKernel(QuantumModule):
         self.progress = progress
         self.weight_shapes = check_weight_shapes(self, feature_map, weight_shapes or {}, "feature_map")
         register_weights(self, self.weight_shapes, init)
-        self.set_backend(backend or self.default_backend, **backend_options)
+        self.set_backend(self.default_backend if backend is None else backend, **backend_options)  # max_qubits
         caps = self.resolved_backend.capabilities
         if diff_method not in caps.diff_methods:
             raise invalid("diff_method", diff_method, f"one of {caps.diff_methods} on backend {self.backend!r}")
-        if caps.max_qubits is not None and self.n_qubits > caps.max_qubits:
-            raise invalid("n_qubits", n_qubits, f"at most {caps.max_qubits} on backend {self.backend!r}")
         self.diff_method = diff_method
         self.mitigation = check_mitigation(self.resolved_backend, mitigation)
         self._method = method
@@ -205,24 +200,9 @@ class QuantumKernel(QuantumModule):
 
     def operations(self, x: torch.Tensor) -> list[Any]:
         """The feature map's PennyLane operations for a batch ``[N, F]`` (broadcast over N)."""
-        import pennylane as qml
-
-        try:
-            tape = qml.tape.make_qscript(self.feature_map)(x, **self.weight_tensors(x.dtype))
-        except HybridAIError:
-            raise
-        except Exception as exc:
-            raise ShapeError(
-                f"feature_map could not build a circuit from x of shape {tuple(x.shape)} and "
-                f"weight_shapes={self.weight_shapes}: {type(exc).__name__}: {exc}; check the feature "
-                f"width and n_qubits={self.n_qubits}"
-            ) from exc
-        bad = [w for w in tape.wires if w not in self.wires]
-        if bad:
-            raise ConfigError(
-                f"feature_map uses wires {bad}; accepted: wires 0..{self.n_qubits - 1} (n_qubits={self.n_qubits})"
-            )
-        return list(tape.operations)
+        hint = f"check the feature width and n_qubits={self.n_qubits}"
+        tape = self.record(self.feature_map, "feature_map", (x,), f"x of shape {tuple(x.shape)}", hint)
+        return list(self.check_tape(tape, "feature_map").operations)
 
     @staticmethod
     def _rows(result: Any, tape: Any, n: int) -> torch.Tensor:
@@ -237,7 +217,8 @@ class QuantumKernel(QuantumModule):
         import pennylane as qml
 
         x = self._check(x, "X")
-        tape = qml.tape.QuantumScript(self.operations(x), [qml.state()])
+        with recording():
+            tape = qml.tape.QuantumScript(self.operations(x), [qml.state()])
         needs_grad = torch.is_grad_enabled() and any(
             torch.is_tensor(p) and p.requires_grad for p in tape.get_parameters(trainable_only=False)
         )
@@ -277,8 +258,9 @@ class QuantumKernel(QuantumModule):
                 )
             return torch.stack(rows, 1).to(x.dtype)
         paulis = [qml.PauliX, qml.PauliY, qml.PauliZ]
-        measurements = [qml.expval(p(q)) for q in self.wires for p in paulis]
-        tape = qml.tape.QuantumScript(self.operations(x), measurements, shots=self.shots)
+        with recording():
+            measurements = [qml.expval(p(q)) for q in self.wires for p in paulis]
+            tape = qml.tape.QuantumScript(self.operations(x), measurements, shots=self.shots)
         (result,) = self.run([tape])
         columns = [self._rows(r, tape, n) for r in result]
         return torch.stack(columns, -1).reshape(n, self.n_qubits, 3).to(dtype=x.dtype, device=x.device)
@@ -373,8 +355,9 @@ class QuantumKernel(QuantumModule):
         tapes = []
         for start in range(0, rows.numel(), self.block_size):
             r, c = rows[start : start + self.block_size], cols[start : start + self.block_size]
-            ops = self.operations(X[r]) + [inverse(op) for op in reversed(self.operations(other[c]))]
-            tapes.append(qml.tape.QuantumScript(ops, [qml.probs(wires=self.wires)], shots=self.shots))
+            with recording():
+                ops = self.operations(X[r]) + [inverse(op) for op in reversed(self.operations(other[c]))]
+                tapes.append(qml.tape.QuantumScript(ops, [qml.probs(wires=self.wires)], shots=self.shots))
         values = []
         if tapes:
             results = self.run(tapes)  # every pair in ONE backend call
@@ -426,7 +409,14 @@ def target_alignment(K: torch.Tensor, y: Any, *, centered: bool = False) -> torc
     if not torch.is_tensor(K) or K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
         shape = tuple(K.shape) if torch.is_tensor(K) else type(K).__name__
         raise invalid("K", shape, "a square torch.Tensor [N, N] with N >= 1", ShapeError)
-    y = torch.as_tensor(y, device=K.device)
+    try:
+        y = torch.as_tensor(y, device=K.device)
+    except (TypeError, ValueError, RuntimeError):
+        raise invalid(
+            "y", reprlib.repr(y), "numeric targets [N] or [N, C] (+-1 labels, one-hot rows or real values)"
+        ) from None
+    if y.is_complex():
+        raise invalid("y.dtype", y.dtype, "a real floating, integer or bool dtype", ShapeError)
     y = y.to(K.dtype if K.is_floating_point() else torch.get_default_dtype())
     if y.ndim not in (1, 2) or y.shape[0] != K.shape[0]:
         raise invalid(

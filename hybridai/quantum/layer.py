@@ -4,7 +4,9 @@
 it as a PennyLane tape with the whole batch broadcast (never a Python loop over samples)
 and hands the tape to its quantum backend. Inputs ``[B, F]`` (or ``[F]``) give outputs
 ``[B, n_outputs]`` (or ``[n_outputs]``) in the input's dtype and on its device.
-Inside ``qfunc`` index features as ``inputs[..., i]`` so that batches broadcast.
+Inside ``qfunc`` index features as ``inputs[..., i]`` so that batches broadcast. A circuit without
+inputs, ``qfunc(**weights)`` (its first argument is one of the weights, or it takes none), is called
+as ``layer()`` and returns ``[n_outputs]``. Inputs and weights holding NaN or infinity are refused.
 
 Under ``torch.autocast`` the layer keeps its own precision (``hybridai.core.precision``): autocast
 is off inside it, the circuit runs in float64/complex128 (float32 when the backend simulates
@@ -19,11 +21,11 @@ from typing import Any
 
 import torch
 
-from hybridai.core.errors import ConfigError, HybridAIError, ShapeError, invalid, positive_int
+from hybridai.core.errors import ConfigError, ShapeError, invalid, positive_int
 from hybridai.core.precision import keeps_precision, quantum_dtype
 from hybridai.quantum.execution import check_mitigation
-from hybridai.quantum.module import QuantumModule
-from hybridai.quantum.weights import WeightInit, check_weight_shapes, register_weights
+from hybridai.quantum.module import QuantumModule, check_finite
+from hybridai.quantum.weights import WeightInit, check_weight_shapes, register_weights, takes_inputs
 
 MEASUREMENTS = ("ExpectationMP", "VarianceMP", "ProbabilityMP")
 
@@ -32,10 +34,11 @@ class QuantumLayer(QuantumModule):
     """A trainable quantum circuit; see the module docstring.
 
     Args:
-        qfunc: PennyLane quantum function ``qfunc(inputs, **weights)`` returning
-            ``qml.expval``/``qml.var``/``qml.probs`` measurements (one or a sequence).
-        n_qubits: number of wires, labelled ``0 .. n_qubits-1``.
-        weight_shapes: ``{name: shape}`` of the trainable arrays passed to ``qfunc``.
+        qfunc: PennyLane quantum function ``qfunc(inputs, **weights)`` (or ``qfunc(**weights)``, a circuit
+            without inputs) returning ``qml.expval``/``qml.var``/``qml.probs`` measurements (one or a sequence).
+        n_qubits: number of wires, labelled ``0 .. n_qubits-1``; at most the backend's
+            ``capabilities.max_qubits`` (5 on ``aer:fake_manila``).
+        weight_shapes: ``{name: shape}`` of the trainable arrays passed to ``qfunc`` (default none).
         backend: quantum backend name (default ``pennylane:default.qubit``).
         shots: ``None`` for exact expectations, or a number of shots per evaluation.
         diff_method: gradient method, one of the backend's ``capabilities.diff_methods``.
@@ -51,7 +54,7 @@ class QuantumLayer(QuantumModule):
         self,
         qfunc: Callable[..., Any],
         n_qubits: int,
-        weight_shapes: Mapping[str, int | tuple[int, ...]],
+        weight_shapes: Mapping[str, int | tuple[int, ...]] | None = None,
         *,
         backend: str | None = None,
         shots: int | None = None,
@@ -67,11 +70,15 @@ class QuantumLayer(QuantumModule):
         self.qfunc = qfunc
         self.n_qubits = positive_int("n_qubits", n_qubits)
         self.shots = None if shots is None else positive_int("shots", shots)
+        weight_shapes = {} if weight_shapes is None else weight_shapes
+        self.takes_inputs = takes_inputs(qfunc, weight_shapes)
         self.n_inputs = None if n_inputs is None else positive_int("n_inputs", n_inputs)
+        if self.n_inputs is not None and not self.takes_inputs:
+            raise invalid("n_inputs", n_inputs, "None: qfunc takes no inputs (its arguments are the weights)")
         self.n_outputs: int | None = None
-        self.weight_shapes = check_weight_shapes(self, qfunc, weight_shapes, "qfunc")
+        self.weight_shapes = check_weight_shapes(self, qfunc, weight_shapes, "qfunc", inputs=self.takes_inputs)
         register_weights(self, self.weight_shapes, init)
-        self.set_backend(backend or self.default_backend, **backend_options)
+        self.set_backend(self.default_backend if backend is None else backend, **backend_options)
         accepted = self.resolved_backend.capabilities.diff_methods
         if diff_method not in accepted:
             raise invalid("diff_method", diff_method, f"one of {accepted} on backend {self.backend!r}")
@@ -90,43 +97,43 @@ class QuantumLayer(QuantumModule):
             raise invalid("inputs.shape", tuple(inputs.shape), "at least one sample and one feature", ShapeError)
         if self.n_inputs is not None and batch.shape[1] != self.n_inputs:
             raise invalid("inputs.shape", tuple(inputs.shape), f"[B, {self.n_inputs}] or [{self.n_inputs}]", ShapeError)
+        check_finite("inputs", inputs)
         return batch if batch.is_floating_point() else batch.to(torch.get_default_dtype())
 
-    def tape(self, inputs: torch.Tensor) -> Any:
-        """The PennyLane tape of this layer for a batch ``[B, F]`` (broadcast over B)."""
-        import pennylane as qml
-
-        batch = self._check_inputs(inputs)
-        try:
-            tape = qml.tape.make_qscript(self.qfunc, shots=self.shots)(batch, **self.weight_tensors(batch.dtype))
-        except HybridAIError:
-            raise
-        except Exception as exc:
-            shapes = {n: s for n, s in self.weight_shapes.items()}
-            raise ShapeError(
-                f"qfunc could not build a circuit from inputs of shape {tuple(batch.shape)} and "
-                f"weight_shapes={shapes}: {type(exc).__name__}: {exc}; check the input width "
-                f"(n_qubits={self.n_qubits}) and weight_shapes"
-            ) from exc
+    def tape(self, inputs: torch.Tensor | None = None) -> Any:
+        """The PennyLane tape of this layer for a batch ``[B, F]`` (broadcast over B); no inputs for a
+        circuit without them."""
+        if not self.takes_inputs:
+            self._refuse_inputs(inputs)
+            tape = self.record(self.qfunc, "qfunc", (), "no inputs", "check weight_shapes")
+        else:
+            batch = self._check_inputs(inputs)
+            hint = f"check the input width (n_qubits={self.n_qubits}) and weight_shapes"
+            tape = self.record(self.qfunc, "qfunc", (batch,), f"inputs of shape {tuple(batch.shape)}", hint)
         kinds = [type(m).__name__ for m in tape.measurements]
         if not kinds or any(k not in MEASUREMENTS for k in kinds):
             raise ConfigError(
                 f"qfunc returned measurements {kinds}; accepted: qml.expval, qml.var or qml.probs "
                 "(one, or a sequence of them)"
             )
-        bad = [w for w in tape.wires if w not in self.wires]
-        if bad:
-            raise ConfigError(
-                f"qfunc uses wires {bad}; accepted: wires 0..{self.n_qubits - 1} (n_qubits={self.n_qubits})"
-            )
-        return tape
+        return self.check_tape(tape, "qfunc")
+
+    def _refuse_inputs(self, inputs: Any) -> None:
+        if inputs is not None:
+            shown = tuple(inputs.shape) if torch.is_tensor(inputs) else type(inputs).__name__
+            raise invalid(
+                "inputs", shown, f"none: qfunc takes no inputs (weights {sorted(self.weight_shapes)}); call layer()",
+                ShapeError,
+            )  # fmt: skip
 
     def working_dtype(self, incoming: torch.dtype | None = None) -> torch.dtype:
         """The real dtype this layer computes in under autocast (float64, or float32 for complex64)."""
         return quantum_dtype(self.resolved_backend)
 
     @keeps_precision(working_dtype)
-    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+    def forward(self, inputs: torch.Tensor | None = None) -> torch.Tensor:
+        if not self.takes_inputs:
+            return self._forward_without_inputs(inputs)
         batch = self._check_inputs(inputs)
         tape = self.tape(batch)
         (result,) = self.run([tape])
@@ -140,6 +147,18 @@ class QuantumLayer(QuantumModule):
         self.n_inputs = batch.shape[1]
         self.n_outputs = out.shape[1]
         return out if inputs.ndim == 2 else out.squeeze(0)
+
+    def _forward_without_inputs(self, inputs: Any) -> torch.Tensor:
+        """``[n_outputs]`` of a circuit without inputs, in the dtype and on the device of its weights."""
+        tape = self.tape(inputs)
+        (result,) = self.run([tape])
+        parts = result if isinstance(result, tuple | list) else (result,)
+        first = next(iter(self.parameters()), None)
+        dtype = first.dtype if first is not None else torch.get_default_dtype()
+        device = first.device if first is not None else torch.device("cpu")
+        out = torch.cat([torch.as_tensor(p).reshape(-1) for p in parts]).to(dtype=dtype, device=device)
+        self.n_outputs = out.shape[0]
+        return out
 
     def size_description(self) -> str:
         return f"{self.n_qubits} qubits"

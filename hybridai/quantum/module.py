@@ -1,16 +1,41 @@
-"""What quantum layers and kernels share: running their tapes on their backend and keeping what the
-run cost (the backend keeps nothing per call)."""
+"""What quantum layers and kernels share: recording their circuits, checking their inputs and their
+backend, running their tapes and keeping what the run cost (the backend keeps nothing per call)."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from hybridai.core.errors import ConfigError, HybridAIError, ShapeError, invalid
 from hybridai.core.execution import Execution, ExecutionConfig
 from hybridai.core.module import HybridModule
 from hybridai.quantum.execution import execute
+from hybridai.quantum.recording import record
+
+# What a circuit function raises when the inputs or weights do not fit it (a feature index out of
+# range, a template's weight shape, broadcast sizes, wires): reported as a ShapeError with a hint.
+# Anything else (ZeroDivisionError, KeyError, ...) is the function's own error and is re-raised as it is.
+SHAPE_ERRORS: tuple[type[BaseException], ...] = (IndexError, ValueError, RuntimeError)
+
+
+def _shape_errors() -> tuple[type[BaseException], ...]:
+    import pennylane as qml
+
+    return (*SHAPE_ERRORS, qml.wires.WireError)
+
+
+def check_finite(argument: str, value: torch.Tensor) -> torch.Tensor:
+    """``value`` if every entry is finite, else a ConfigError naming ``argument`` and the first bad entry."""
+    if value.is_floating_point() or value.is_complex():
+        bad = ~torch.isfinite(value.detach())
+        if bad.any():
+            index = tuple(int(i) for i in bad.nonzero()[0])
+            where = f" at {list(index)}" if index else ""
+            raise invalid(argument, f"a tensor with {value.detach()[index].item()}{where}", "finite values only")
+    return value
 
 
 class QuantumModule(HybridModule):
@@ -26,9 +51,46 @@ class QuantumModule(HybridModule):
         """The wires ``0 .. n_qubits-1``."""
         return list(range(self.n_qubits))
 
+    def check_backend(self, backend: Any) -> None:
+        """Refuse a backend with fewer qubits (``capabilities.max_qubits``) than this module's ``n_qubits``."""
+        n_qubits = getattr(self, "n_qubits", None)
+        limit = getattr(backend.capabilities, "max_qubits", None)
+        if n_qubits is not None and limit is not None and n_qubits > limit:
+            raise invalid("n_qubits", n_qubits, f"at most {limit} on backend {backend.name!r} (its qubit count)")
+
     def weight_tensors(self, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
-        """The trainable weights by name (``weight_shapes``), cast to ``dtype`` (autograd flows through the cast)."""
-        return {n: getattr(self, n) if dtype is None else getattr(self, n).to(dtype) for n in self.weight_shapes}
+        """The trainable weights by name (``weight_shapes``), cast to ``dtype`` (autograd flows through the
+        cast); a ConfigError names a weight holding NaN or infinity."""
+        weights = {}
+        for name in self.weight_shapes:
+            weight = check_finite(name, getattr(self, name))
+            weights[name] = weight if dtype is None else weight.to(dtype)
+        return weights
+
+    def record(self, function: Callable[..., Any], role: str, args: tuple, shown: str, hint: str) -> Any:
+        """The tape ``function(*args, **weights)`` records (under hybridai's PennyLane lock).
+
+        ``role`` names the function in errors, ``shown`` describes its inputs and ``hint`` what to check
+        when it fails on them; errors of the function's own making are re-raised as they are."""
+        weights = self.weight_tensors(args[0].dtype if args else None)
+        try:
+            return record(function, *args, shots=self.shots, **weights)
+        except HybridAIError:
+            raise
+        except _shape_errors() as exc:
+            raise ShapeError(
+                f"{role} could not build a circuit from {shown} and weight_shapes={self.weight_shapes}: "
+                f"{type(exc).__name__}: {exc}; {hint}"
+            ) from exc
+
+    def check_tape(self, tape: Any, role: str) -> Any:
+        """``tape`` if it acts on this module's wires only."""
+        bad = [w for w in tape.wires if w not in self.wires]
+        if bad:
+            raise ConfigError(
+                f"{role} uses wires {bad}; accepted: wires 0..{self.n_qubits - 1} (n_qubits={self.n_qubits})"
+            )
+        return tape
 
     def run(self, tapes: list[Any]) -> list[Any]:
         """Results of ``tapes`` on this module's backend (in ONE backend call, mitigation included)."""

@@ -8,9 +8,11 @@ PennyLane's own ``broadcast_expand`` splits them and all parts go out in ONE ``q
 
 One backend object serves many layers and threads: devices are cached per register and every call
 into a device holds that device's lock (some devices, lightning for one, keep their state between
-calls). A seeded call runs on a fresh device seeded for it, so the same seed gives the same samples
-on every call and in every thread. Circuits compute in the dtype of their parameters (float64 stays
-float64 under torch's float32 default) without touching torch's process-wide default dtype.
+calls), and PennyLane itself runs under hybridai's PennyLane lock (``hybridai.quantum.recording``: its
+transforms build operations in a process-wide queue). A seeded call runs on a fresh device seeded for
+it, so the same seed gives the same samples on every call and in every thread. Circuits compute in the
+dtype of their parameters (float64 stays float64 under torch's float32 default) without touching torch's
+process-wide default dtype. Registers whose state would not fit in half the RAM are refused first.
 """
 
 from __future__ import annotations
@@ -30,9 +32,14 @@ from hybridai.core.capabilities import QuantumCapabilities
 from hybridai.core.contracts import Availability, QuantumExecutor
 from hybridai.core.errors import BackendNotFoundError, ConfigError, invalid, optional_int, suggest
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
+from hybridai.quantum.recording import lock as recording_lock
+from hybridai.quantum.recording import recording
+from hybridai.quantum.resources import check_state_memory
 
 GRADIENT_RULES = ("parameter-shift", "finite-diff")  # work on every device
 MIXED_STATE_DEVICES = ("default.mixed", "default.qutrit.mixed")
+# devices that hold a 2^n statevector per parameter set (their memory is checked before each run)
+STATEVECTOR_DEVICES = ("default.qubit", "lightning.qubit", "lightning.gpu", "lightning.kokkos")
 # Device entry points that run circuits; each is wrapped to hold the device's lock.
 DEVICE_CALLS = (
     "execute",
@@ -96,13 +103,14 @@ def _installed_devices() -> list[str]:
 
 def _guarded(device: Any) -> Any:
     """``device`` with each of its ``DEVICE_CALLS`` holding one lock: some devices (lightning) keep
-    their state between calls, and one device serves every thread."""
+    their state between calls, and one device serves every thread. The PennyLane recording lock is taken
+    first (devices build operations too, in backward passes as well), then the device's own."""
     lock = threading.RLock()
 
     def wrap(call: Any) -> Any:
         @functools.wraps(call)
         def guarded(*args: Any, **kwargs: Any) -> Any:
-            with lock:
+            with recording_lock(), lock:
                 return call(*args, **kwargs)
 
         return guarded
@@ -201,6 +209,9 @@ class PennyLaneBackend(QuantumExecutor):
         shots = config.shots or self.shots
         if shots is not None:
             tapes = [t.copy(shots=shots) if config.shots or not t.shots else t for t in tapes]
+        if tapes and (self.target in STATEVECTOR_DEVICES or self.target == "default.mixed"):
+            copies = max(t.batch_size or 1 for t in tapes)  # broadcast tapes hold one state per parameter set
+            check_state_memory(self.name, len(config.wires), density=self.target == "default.mixed", copies=copies)
         started = time.perf_counter()
         results = self._run(tapes, config)
         circuits = sum(t.batch_size or 1 for t in tapes)
@@ -208,10 +219,14 @@ class PennyLaneBackend(QuantumExecutor):
         return Execution(results, ExecutionStats(circuits, 1, total, time.perf_counter() - started))
 
     def _run(self, tapes: list[Any], config: ExecutionConfig) -> list[Any]:
-        import pennylane as qml
-
         if not tapes:
             return []
+        with recording():  # PennyLane's transforms and devices build operations: never while another thread records
+            return self._run_recorded(tapes, config)
+
+    def _run_recorded(self, tapes: list[Any], config: ExecutionConfig) -> list[Any]:
+        import pennylane as qml
+
         dev = self.device(config.wires, config.seed if config.seed is not None else self.seed)
         method = self._method(dev, config.diff_method, tapes[0])
         dtype = max(

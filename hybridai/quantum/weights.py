@@ -21,26 +21,47 @@ def uniform_angles(tensor: torch.Tensor) -> torch.Tensor:
     return nn.init.uniform_(tensor, 0.0, 2 * math.pi)
 
 
+def _parameters(function: Callable[..., Any]) -> dict[str, inspect.Parameter] | None:
+    """The parameters of ``function``'s signature, or None when it has none Python can read."""
+    try:
+        return dict(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return None
+
+
+def takes_inputs(function: Callable[..., Any], weight_shapes: Any) -> bool:
+    """Whether ``function`` receives inputs as its first argument: it has a first positional parameter
+    that is not one of the weights (or takes ``*args``). ``qfunc(weights)`` with
+    ``weight_shapes={"weights": ...}`` and ``qfunc()`` take none. Unknown signatures take inputs."""
+    params = _parameters(function)
+    if params is None:
+        return True
+    names = set(weight_shapes) if isinstance(weight_shapes, Mapping) else set()
+    positional = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if positional:
+        return positional[0].name not in names
+    return any(p.kind is p.VAR_POSITIONAL for p in params.values())
+
+
 def check_weight_shapes(
-    module: nn.Module, function: Callable[..., Any], weight_shapes: Any, role: str
+    module: nn.Module, function: Callable[..., Any], weight_shapes: Any, role: str, inputs: bool = True
 ) -> dict[str, tuple[int, ...]]:
-    """``{name: shape}`` checked against ``function(inputs, **weights)`` (``role`` names it in errors)."""
+    """``{name: shape}`` checked against ``function(inputs, **weights)`` (``function(**weights)`` when
+    ``inputs`` is False); ``role`` names the function in errors."""
     if not isinstance(weight_shapes, Mapping):
         raise invalid("weight_shapes", weight_shapes, f"a dict {{name: shape}} of the {role}'s weight arguments")
-    try:
-        params = inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        params = {}
+    known = _parameters(function)
+    params = known or {}
     positional = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if params and not positional and not any(p.kind is p.VAR_POSITIONAL for p in params.values()):
+    if inputs and known is not None and not positional and not any(p.kind is p.VAR_POSITIONAL for p in params.values()):
         raise invalid(role, function, "a function whose first argument receives the inputs")
     takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
-    named = [*positional[1:], *(p for p in params.values() if p.kind is p.KEYWORD_ONLY)]
+    named = [*(positional[1:] if inputs else positional), *(p for p in params.values() if p.kind is p.KEYWORD_ONLY)]
     shapes: dict[str, tuple[int, ...]] = {}
     for name, shape in weight_shapes.items():
         if not isinstance(name, str) or not name.isidentifier():
             raise invalid("weight_shapes", name, "keys that are valid Python identifiers")
-        if params and not takes_any and name not in {p.name for p in named}:
+        if known is not None and not takes_any and name not in {p.name for p in named}:
             raise ConfigError(
                 f"weight_shapes has key {name!r} but {role} takes no argument of that name; "
                 f"accepted keys: {sorted(p.name for p in named)}"

@@ -31,7 +31,7 @@ def layers(mitigation, **options):
 @pytest.mark.parametrize("extrapolation", ["richardson", "linear", "poly"])
 def test_linear_extrapolations_reduce_the_error_on_a_known_noise_model(extrapolation):
     x = torch.rand(4, 2, dtype=torch.float64)
-    ideal, plain = layers(None, optimization_level=0, **NOISE)  # the same gates as the folded circuits
+    ideal, plain = layers(None, **NOISE)  # set up as the mitigated layer: its scale-1 circuit is this one
     _, mitigated = layers(ZNE(scale_factors=(1, 3, 5), extrapolation=extrapolation, order=2), **NOISE)
     with torch.no_grad():
         exact, raw, zne = ideal(x), plain(x), mitigated(x)
@@ -62,7 +62,9 @@ def test_combination_equals_mitigs_factory(extrapolation):
 @pytest.mark.parametrize("extrapolation", ["richardson", "exp"])
 def test_gradients_through_zne_equal_finite_differences(extrapolation):
     zne = ZNE(scale_factors=(1, 2, 3), extrapolation=extrapolation)
-    _, layer = layers(zne, **NOISE)
+    # level 0: every folded gate is a physical gate, so the partial fold at scale 2 scales the noise faithfully
+    # (and the exponential fit has a decaying exponential to find)
+    _, layer = layers(zne, optimization_level=0, **NOISE)
     x = torch.rand(2, 2, dtype=torch.float64, requires_grad=True)
     cot = torch.tensor([0.7, -1.3], dtype=torch.float64)
     (layer(x) * cot).sum().backward()
@@ -158,7 +160,7 @@ def test_quantum_kernel_with_zne_is_closer_to_the_noiseless_gram_matrix():
     torch.manual_seed(3)
     X = torch.rand(4, 2, dtype=torch.float64)
     exact = hybridai.QuantumKernel(feature_map, 2).matrix(X)
-    plain = hybridai.QuantumKernel(feature_map, 2, backend="aer", optimization_level=0, **NOISE).matrix(X)
+    plain = hybridai.QuantumKernel(feature_map, 2, backend="aer", **NOISE).matrix(X)  # set up as the ZNE kernel
     zne = hybridai.QuantumKernel(feature_map, 2, backend="aer", mitigation=ZNE(), **NOISE).matrix(X)
     off = ~torch.eye(4, dtype=torch.bool)
     assert (zne - exact)[off].abs().mean() < 0.3 * (plain - exact)[off].abs().mean()
@@ -171,3 +173,34 @@ def test_exponential_fit_failure_is_a_clear_error():
     stable = ZNE(extrapolation="exp", asymptote=0.0)
     value, _ = stable.combine(np.array([[0.5], [0.25], [0.125]]))  # halves per two folds: 0.5 / sqrt(1/2)
     assert value[0] == pytest.approx(0.5 * 2**0.5, rel=1e-6)
+
+
+def test_folds_are_fenced_by_barriers_only_for_executors_that_optimise():
+    from hybridai.core.execution import ExecutionConfig
+    from hybridai.quantum.execution import execute
+    from hybridai.quantum.mitigation.folding import elementary_ops, fold_tape, is_fold_barrier
+
+    tape = qml.tape.make_qscript(circuit)(torch.rand(2), torch.rand(3, 2))
+    plain, fenced = fold_tape(tape, ZNE(), (0, 1)), fold_tape(tape, ZNE(), (0, 1), barriers=True)
+    assert plain[0].operations == fenced[0].operations == tape.operations  # scale 1: the circuit itself
+    n_gates = len(elementary_ops(tape.operations))
+    for scale, (a, b) in list(zip((1, 3, 5), zip(plain, fenced, strict=True), strict=True))[1:]:
+        gates = [op for op in b.operations if not is_fold_barrier(op)]
+        assert [op.name for op in gates] == [op.name for op in a.operations] and len(gates) == scale * n_gates
+        assert sum(map(is_fold_barrier, b.operations)) == scale - 1  # U | U^dagger | U | ...
+    random = fold_tape(tape, ZNE(scale_factors=(1, 1.5), folding="random", seed=4), (0, 1), barriers=True)[1]
+    ops = random.operations
+    for k, op in enumerate(ops):  # every folded gate G G^dagger G is fenced off: G | G^dagger | G
+        if op.name.startswith("Adjoint("):
+            assert is_fold_barrier(ops[k - 1]) and is_fold_barrier(ops[k + 1])
+
+    seen = []
+
+    class Recorder(type(backends.get("aer"))):
+        def execute(self, tapes, config):
+            seen.append((config.keep_gates, sum(is_fold_barrier(op) for t in tapes for op in t.operations)))
+            return super().execute(tapes, config)
+
+    qiskit = Recorder(depolarizing=0.01)
+    execute(qiskit, [tape], ExecutionConfig((0, 1), mitigation=ZNE()))
+    assert seen == [(False, 0 + 2 + 4)]  # the Qiskit executors transpile folds as any circuit: barriers fence them

@@ -8,12 +8,20 @@ gradients flow through every occurrence of every angle by whatever rule the exec
 channels written in the circuit (``qml.DepolarizingChannel`` on ``default.mixed``, say) stand for the
 noise of the gates around them: where Mitiq inverts one, the channel is applied again as it is, so the
 circuit's noise grows with the scale factor as the gates' own noise would.
+
+With ``barriers=True`` (executors that optimise circuits, such as the Qiskit ones, which transpile folded
+circuits at their own optimisation level) a ``FoldBarrier`` on every wire fences off each run of inverted
+gates (``U | U^dagger | U`` for global folding, ``G | G^dagger | G`` for random folding), so that no
+optimisation cancels a gate against its inverse; the scale-factor-1 copy has none and is the circuit itself.
+Decompositions, inverses and tapes are built under hybridai's PennyLane lock (``quantum.recording``).
 """
 
 from __future__ import annotations
 
 import functools
 from typing import Any
+
+from hybridai.quantum.recording import recording
 
 # Gates folded as they are; other operations are decomposed first (templates, Rot, controlled rotations).
 ELEMENTARY = frozenset({
@@ -27,8 +35,6 @@ MAX_DEPTH = 12
 
 def elementary_ops(ops: Any) -> list[Any]:
     """``ops`` decomposed until every operation is in ``ELEMENTARY`` (built without queuing)."""
-    import pennylane as qml
-
     out: list[Any] = []
 
     def add(op: Any, depth: int) -> None:
@@ -40,7 +46,7 @@ def elementary_ops(ops: Any) -> list[Any]:
         for sub in op.decomposition():
             add(sub, depth + 1)
 
-    with qml.QueuingManager.stop_recording():
+    with recording():
         for op in ops:
             add(op, 0)
     return out
@@ -96,20 +102,52 @@ def inverse(op: Any) -> Any:
     """The inverse of a gate, or a noise channel itself (folding must add noise, never undo it)."""
     import pennylane as qml
 
-    return op if isinstance(op, qml.operation.Channel) else qml.adjoint(op)
+    with recording():
+        return op if isinstance(op, qml.operation.Channel) else qml.adjoint(op)
 
 
-def fold_tape(tape: Any, zne: Any, wires: Any) -> list[Any]:
-    """One folded copy of ``tape`` per scale factor of ``zne`` (same measurements and shots)."""
+@functools.cache
+def fold_barrier_class() -> type:
+    """``FoldBarrier``: a ``qml.Barrier`` (same name, so every device treats it as one) that marks the edge
+    of a folded block; the Qiskit conversion turns it into a qiskit barrier, other barriers are dropped."""
+    import pennylane as qml
+
+    class FoldBarrier(qml.Barrier):
+        """A barrier between folded blocks: no optimisation may merge or cancel gates across it."""
+
+        def __init__(self, wires: Any = (), only_visual: bool = False, **_: Any) -> None:  # Barrier's signature
+            super().__init__(wires=wires, only_visual=only_visual)
+            self._name = "Barrier"
+
+    return FoldBarrier
+
+
+def is_fold_barrier(op: Any) -> bool:
+    """Whether ``op`` is a ``FoldBarrier`` placed by ``fold_tape``."""
+    return isinstance(op, fold_barrier_class())
+
+
+def fold_tape(tape: Any, zne: Any, wires: Any, barriers: bool = False) -> list[Any]:
+    """One folded copy of ``tape`` per scale factor of ``zne`` (same measurements and shots); with
+    ``barriers`` a ``FoldBarrier`` on ``wires`` between folded blocks."""
     import pennylane as qml
 
     ops = elementary_ops(tape.operations)
     position = {w: i for i, w in enumerate(wires)}
     structure = tuple(tuple(position[w] for w in op.wires) or (0,) for op in ops)
     folded = []
-    with qml.QueuingManager.stop_recording():
+    with recording():
         for scale in zne.scale_factors:
             pattern = fold_pattern(structure, scale, zne.folding, zne.seed)
-            sequence = [inverse(ops[i]) if inverted else ops[i] for i, inverted in pattern]
+            if not any(inverted for _, inverted in pattern) and sorted(i for i, _ in pattern) == list(range(len(ops))):
+                # nothing folded (scale factor 1): the tape itself, not Mitiq's reordering of its moments, so that
+                # every executor runs exactly the unmitigated circuit
+                folded.append(qml.tape.QuantumScript(tape.operations, tape.measurements, shots=tape.shots))
+                continue
+            sequence = []
+            for k, (i, inverted) in enumerate(pattern):
+                if barriers and k and inverted != pattern[k - 1][1]:  # G | G^dagger | G, U | U^dagger | U
+                    sequence.append(fold_barrier_class()(wires=list(wires)))
+                sequence.append(inverse(ops[i]) if inverted else ops[i])
             folded.append(qml.tape.QuantumScript(sequence, tape.measurements, shots=tape.shots))
     return folded

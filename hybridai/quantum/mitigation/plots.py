@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-from hybridai.core.errors import invalid
+from hybridai.core.errors import bounded_int, invalid
 from hybridai.quantum.mitigation.zne import ZNEResult
 
 
-def plot_zne(result: ZNEResult, path: str, sample: int = 0, column: int = 0) -> str:
-    """Save a PNG of the noisy values against scale factor and the zero-noise value; returns the path."""
+def plot_zne(result: ZNEResult, path: str | os.PathLike, sample: int = 0, column: int = 0) -> str:
+    """Save a PNG of the noisy values against scale factor and the zero-noise value; returns the path.
+
+    ``result``: a ``ZNEResult`` (``layer.last_mitigation``); ``sample`` and ``column``: which value of
+    its batch ``[B, R]`` to draw."""
+    if isinstance(result, list | tuple) and result and all(isinstance(r, ZNEResult) for r in result):
+        raise invalid("result", f"a list of {len(result)} ZNEResults", "one of them, e.g. layer.last_mitigation[0]")
+    if not isinstance(result, ZNEResult):
+        raise invalid(
+            "result", result, "a ZNEResult, e.g. layer.last_mitigation after a call of a layer with mitigation=ZNE()"
+        )
+    if not isinstance(path, str | os.PathLike):
+        raise invalid("path", path, "a file path (str or os.PathLike) for the PNG")
+    bounded_int("sample", sample, 0, result.noisy.shape[1] - 1)
+    bounded_int("column", column, 0, result.noisy.shape[2] - 1)
+
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    if not 0 <= sample < result.noisy.shape[1]:
-        raise invalid("sample", sample, f"an index in [0, {result.noisy.shape[1]})")
-    if not 0 <= column < result.noisy.shape[2]:
-        raise invalid("column", column, f"an index in [0, {result.noisy.shape[2]})")
     fig = Figure(figsize=(5, 3.5))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -34,4 +46,4 @@ def plot_zne(result: ZNEResult, path: str, sample: int = 0, column: int = 0) -> 
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    return path
+    return str(path)

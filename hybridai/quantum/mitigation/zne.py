@@ -11,16 +11,22 @@ exact; the exponential fit is differentiated by the chain rule. Each mitigated e
 from __future__ import annotations
 
 import math
+import numbers
+import reprlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from hybridai.core.errors import ConfigError, MissingExtraError, invalid
+from hybridai.core.errors import ConfigError, MissingExtraError, ShapeError, bounded_int, invalid, optional_int
 
 FOLDINGS = ("global", "random")
 EXTRAPOLATIONS = ("richardson", "linear", "poly", "exp")
 ENGINES = ("mitiq", "ibm")
+# The most a mitigated value may amplify the noise of the values it combines (sum of |coefficients|):
+# Richardson on (1, 3, 5) gives 3.5, on 1..10 about 1e3; factors 1e-12 apart give 1e11.
+MAX_NOISE_GAIN = 1e4
 
 
 @dataclass(frozen=True)
@@ -28,13 +34,15 @@ class ZNE:
     """Zero-noise extrapolation settings.
 
     scale_factors: noise scale factors (>= 1, increasing; unitary folding reaches odd
-        integers exactly, other values by partial folding).
+        integers exactly, other values by partial folding), far enough apart that the extrapolation
+        amplifies the noise of the measured values at most ``MAX_NOISE_GAIN`` (1e4) times.
     folding: "global" (Mitiq ``fold_global``) or "random" (``fold_gates_at_random``, seeded).
     extrapolation: "richardson", "linear", "poly" (degree ``order``) or "exp".
     engine: "mitiq" (folding by hybridai with Mitiq, any executor) or "ibm" (qiskit-ibm-runtime's
         own resilience options, ``ibm:`` backends only).
     asymptote: the known infinite-noise value for "exp" (0.0 for Pauli expectations under
         depolarizing noise makes the fit a stable log-linear one); ``None`` fits it.
+    order: degree of the "poly" fit, a positive int. seed: ``None`` or an int >= 0 (random folding).
     """
 
     scale_factors: tuple[float, ...] = (1.0, 3.0, 5.0)
@@ -47,29 +55,46 @@ class ZNE:
     _coefficients: tuple[float, ...] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        factors = tuple(float(s) for s in self.scale_factors) if _iterable(self.scale_factors) else None
-        if not factors:
-            raise invalid("scale_factors", self.scale_factors, "a non-empty sequence of numbers >= 1")
-        if any(not math.isfinite(s) or s < 1 for s in factors):
-            raise invalid("scale_factors", self.scale_factors, "numbers >= 1 (1 is the unamplified circuit)")
-        if list(factors) != sorted(set(factors)):
-            raise invalid("scale_factors", self.scale_factors, "strictly increasing numbers >= 1")
+        factors = _scale_factors(self.scale_factors)
         if self.folding not in FOLDINGS:
             raise invalid("folding", self.folding, f"one of {FOLDINGS}")
         if self.extrapolation not in EXTRAPOLATIONS:
             raise invalid("extrapolation", self.extrapolation, f"one of {EXTRAPOLATIONS}")
         if self.engine not in ENGINES:
             raise invalid("engine", self.engine, f"one of {ENGINES}")
-        needed = {"richardson": 2, "linear": 2, "poly": self.order + 1, "exp": 3}[self.extrapolation]
+        order = bounded_int("order", self.order, 1)  # before it sizes anything below
+        optional_int("seed", self.seed, 0)
+        if self.asymptote is not None and (
+            isinstance(self.asymptote, bool)
+            or not isinstance(self.asymptote, numbers.Real)
+            or not math.isfinite(self.asymptote)
+        ):
+            raise invalid("asymptote", self.asymptote, "None (fitted) or a finite number, e.g. 0.0")
+        needed = {"richardson": 2, "linear": 2, "poly": order + 1, "exp": 3}[self.extrapolation]
         if len(factors) < needed:
             raise invalid(
                 "scale_factors",
                 self.scale_factors,
-                f"at least {needed} factors for extrapolation={self.extrapolation!r}",
+                f"at least {needed} factors for extrapolation={self.extrapolation!r}"
+                + (f" of order={order}" if self.extrapolation == "poly" else ""),
             )
         object.__setattr__(self, "scale_factors", factors)
-        if self.linear:
-            object.__setattr__(self, "_coefficients", tuple(self._mitiq_coefficients()))
+        object.__setattr__(self, "order", order)
+        if self.asymptote is not None:
+            object.__setattr__(self, "asymptote", float(self.asymptote))
+        # conditioning: how much the extrapolation amplifies the noise of the measured values (shots, drift)
+        coefficients = self._mitiq_coefficients() if self.linear else None
+        gain = float(np.abs(_linear_fit_at_zero(factors) if coefficients is None else coefficients).sum())
+        if not math.isfinite(gain) or gain > MAX_NOISE_GAIN:
+            raise invalid(
+                "scale_factors",
+                self.scale_factors,
+                f"factors far enough apart that the extrapolation amplifies the noise of the measured values at most "
+                f"{MAX_NOISE_GAIN:g} times (the sum of |coefficients| is {gain:.3g} here; (1, 3, 5) gives 3.5 with "
+                "Richardson)",
+            )
+        if coefficients is not None:
+            object.__setattr__(self, "_coefficients", tuple(coefficients))
 
     @property
     def linear(self) -> bool:
@@ -92,6 +117,7 @@ class ZNE:
         """Mitiq's extrapolation of noisy ``values`` (one per scale factor) to zero noise."""
         from mitiq.zne.inference import ExtrapolationError
 
+        values = _values(values, len(self.scale_factors))
         factory = self._factory()
         try:
             return float(type(factory).extrapolate(self.scale_factors, list(values), *self._extra_args()))
@@ -123,6 +149,11 @@ class ZNE:
 
     def combine(self, noisy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Mitigated values from ``noisy [F, ...]`` and d(mitigated)/d(noisy) ``[F, ...]``."""
+        noisy = np.asarray(noisy, dtype=np.float64)
+        if noisy.ndim == 0 or noisy.shape[0] != len(self.scale_factors):
+            raise invalid(
+                "noisy.shape", noisy.shape, f"[{len(self.scale_factors)}, ...] (one row per scale factor)", ShapeError
+            )
         if self.linear:
             c = self.coefficients.reshape((-1,) + (1,) * (noisy.ndim - 1))
             return (c * noisy).sum(0), np.broadcast_to(c, noisy.shape)
@@ -140,12 +171,38 @@ class ZNE:
         return value.reshape(noisy.shape[1:]), weights.reshape(noisy.shape)
 
 
-def _iterable(x: Any) -> bool:
+def _scale_factors(given: Any) -> tuple[float, ...]:
+    """``given`` as increasing floats >= 1, else a ConfigError naming scale_factors."""
+    accepted = "a non-empty sequence of strictly increasing numbers >= 1, e.g. (1, 3, 5) (1: the unamplified circuit)"
+    if isinstance(given, str | bytes) or not isinstance(given, Iterable):
+        raise invalid("scale_factors", given, accepted)
+    given_list = list(given)
+    if not given_list or any(isinstance(s, bool) or not isinstance(s, numbers.Real) for s in given_list):
+        raise invalid("scale_factors", given, accepted)
+    factors = tuple(float(s) for s in given_list)
+    if any(not math.isfinite(s) or s < 1 for s in factors) or list(factors) != sorted(set(factors)):
+        raise invalid("scale_factors", given, accepted)
+    return factors
+
+
+def _values(values: Any, n: int) -> list[float]:
+    """``values`` as n floats (one per scale factor), else a ShapeError naming values."""
+    accepted = f"{n} finite numbers, one per scale factor"
     try:
-        iter(x)
-    except TypeError:
-        return False
-    return not isinstance(x, str)
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise invalid("values", reprlib.repr(values), accepted, ShapeError) from None
+    if array.shape != (n,) or not np.isfinite(array).all():
+        raise invalid("values", reprlib.repr(values), accepted, ShapeError)
+    return list(array)
+
+
+def _linear_fit_at_zero(factors: tuple[float, ...]) -> np.ndarray:
+    """The coefficients c with sum(c * y) = the least-squares line through (factors, y) at 0: the noise gain
+    of a fit on these factors (used for the non-linear 'exp' fit, which has no fixed coefficients)."""
+    A = np.stack([np.ones(len(factors)), np.asarray(factors)], 1)
+    with np.errstate(all="ignore"):
+        return np.linalg.pinv(A)[0]
 
 
 @dataclass

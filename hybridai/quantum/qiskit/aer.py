@@ -1,55 +1,95 @@
-"""Backend family ``aer``: qiskit-aer, exact, sampled, or noisy (a fake IBM device or given rates)."""
+"""Backend family ``aer``: qiskit-aer, exact, sampled, or noisy (a fake IBM device, given rates, or a
+user's ``qiskit_aer.noise.NoiseModel``)."""
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
 
 from hybridai.core.capabilities import QuantumCapabilities
-from hybridai.core.errors import invalid, non_negative_int
+from hybridai.core.errors import ConfigError, invalid, non_negative_int
 from hybridai.core.execution import ExecutionConfig
 from hybridai.quantum.qiskit.executor import QiskitBackend, Tally, column
 from hybridai.quantum.qiskit.fake_devices import fake_backend
+from hybridai.quantum.resources import check_state_memory
 
 
-def _noise_from_rates(depolarizing: Any, readout_error: float | None) -> Any:
+def _probability(argument: str, value: Any, accepted: str, given: Any = None) -> float:
+    """``value`` as a float if it is a real number (not a bool) in [0, 1], else a ConfigError showing ``given``
+    (the whole argument, ``value`` by default)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
+        raise invalid(argument, value if given is None else given, accepted)
+    return float(value)
+
+
+def _noise_from_rates(depolarizing: Any, readout_error: Any) -> Any:
     from qiskit_aer.noise import NoiseModel, ReadoutError, depolarizing_error
 
     model = NoiseModel()
     if depolarizing is not None:
-        p1, p2 = depolarizing if isinstance(depolarizing, tuple | list) else (depolarizing, depolarizing)
-        if not (0 <= p1 <= 1 and 0 <= p2 <= 1):
-            raise invalid("depolarizing", depolarizing, "a probability p or a pair (p1, p2) in [0, 1]")
+        accepted = "a probability p or a pair (p1, p2) of probabilities in [0, 1] (one- and two-qubit gates)"
+        pair = depolarizing if isinstance(depolarizing, tuple | list) else (depolarizing, depolarizing)
+        if len(pair) != 2:
+            raise invalid("depolarizing", depolarizing, accepted)
+        p1, p2 = (_probability("depolarizing", p, accepted, depolarizing) for p in pair)
         one = ["rx", "ry", "rz", "p", "h", "x", "y", "z", "s", "sdg", "t", "tdg", "sx", "sxdg", "u"]
         two = ["cx", "cz", "cy", "swap", "rxx", "ryy", "rzz", "ecr", "iswap", "ch"]
         model.add_all_qubit_quantum_error(depolarizing_error(p1, 1), one)
         model.add_all_qubit_quantum_error(depolarizing_error(p2, 2), two)
     if readout_error is not None:
-        if not 0 <= readout_error <= 1:
-            raise invalid("readout_error", readout_error, "a probability in [0, 1]")
-        q = readout_error
+        q = _probability("readout_error", readout_error, "a probability in [0, 1] (a flipped measured bit)")
         model.add_all_qubit_readout_error(ReadoutError([[1 - q, q], [q, 1 - q]]))
     return model
 
 
 class AerBackend(QiskitBackend):
-    """qiskit-aer: exact, sampled, or noisy (fake IBM device or given rates)."""
+    """qiskit-aer: exact, sampled, or noisy.
+
+    Noise: a fake IBM device as target (``aer:fake_manila``: its noise model, qubit count and layout),
+    ``depolarizing=p`` or ``(p1, p2)`` and ``readout_error=q``, or ``noise_model=`` a
+    ``qiskit_aer.noise.NoiseModel`` of your own (with a fake device target it replaces the device's noise;
+    it cannot be combined with ``depolarizing``/``readout_error``). Exact runs (``shots=None``) simulate
+    the density matrix and leave readout errors out (they act on samples). A register whose state (a
+    density matrix with noise) would not fit in half the RAM is refused before anything is allocated.
+    """
 
     def __init__(
-        self, target: str | None = None, *, depolarizing: Any = None, readout_error: float | None = None, **options: Any
+        self,
+        target: str | None = None,
+        *,
+        depolarizing: Any = None,
+        readout_error: float | None = None,
+        noise_model: Any = None,
+        **options: Any,
     ) -> None:
         threads = non_negative_int("threads", options.pop("threads", 1))  # 0: all cores
         super().__init__(target, **options)
         self.threads = threads
         if threads != 1:
             self.options["threads"] = threads
+        if noise_model is not None:
+            _check_noise_model(noise_model)
+            if depolarizing is not None or readout_error is not None:
+                raise ConfigError(
+                    f"noise_model= cannot be combined with {_rates(depolarizing, readout_error)}; accepted: one "
+                    "source of noise (add the rates to your NoiseModel)"
+                )
         self.device = fake_backend(target) if target else None
-        if self.options.get("depolarizing") is None and depolarizing is not None:
-            self.options["depolarizing"] = depolarizing
-        if readout_error is not None:
-            self.options["readout_error"] = readout_error
-        if self.device is not None:
+        if self.device is not None and (depolarizing is not None or readout_error is not None):
+            raise ConfigError(
+                f"{_rates(depolarizing, readout_error)} would be ignored on backend='aer:{target}', which brings the "
+                "device's own noise; accepted: backend='aer' with the rates, or noise_model= a NoiseModel to replace "
+                "the device's noise"
+            )
+        for key, value in (("depolarizing", depolarizing), ("readout_error", readout_error),
+                           ("noise_model", noise_model)):  # fmt: skip
+            if value is not None:
+                self.options[key] = value
+        if noise_model is not None:
+            self.noise_model = noise_model
+        elif self.device is not None:
             from qiskit_aer.noise import NoiseModel
 
             self.noise_model = NoiseModel.from_backend(self.device)
@@ -57,6 +97,12 @@ class AerBackend(QiskitBackend):
             self.noise_model = _noise_from_rates(depolarizing, readout_error)
         else:
             self.noise_model = None
+
+    def check_resources(self, n_qubits: int, config: ExecutionConfig) -> None:
+        super().check_resources(n_qubits, config)
+        density = self.noise_model is not None and config.shots is None  # the exact estimator's method
+        threads = self.threads or 1
+        check_state_memory(self.name, n_qubits, density=density, copies=threads)
 
     @property
     def capabilities(self) -> QuantumCapabilities:
@@ -160,6 +206,21 @@ class AerBackend(QiskitBackend):
         if measured.num_clbits != n:
             raise AssertionError("measured circuit lost classical bits")
         return measured
+
+
+def _rates(depolarizing: Any, readout_error: Any) -> str:
+    """'depolarizing=..., readout_error=...' for the rates that were given."""
+    given = (("depolarizing", depolarizing), ("readout_error", readout_error))
+    return " and ".join(f"{k}={v!r}" for k, v in given if v is not None)
+
+
+def _check_noise_model(noise_model: Any) -> None:
+    from qiskit_aer.noise import NoiseModel
+
+    if not isinstance(noise_model, NoiseModel):
+        raise invalid(
+            "noise_model", noise_model, "None or a qiskit_aer.noise.NoiseModel (NoiseModel.from_backend(...), say)"
+        )
 
 
 def _parities(bits: Any, labels: list[str], n: int) -> list[np.ndarray]:

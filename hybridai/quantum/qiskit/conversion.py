@@ -17,6 +17,8 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import UnsupportedOperationError
+from hybridai.quantum.mitigation.folding import is_fold_barrier
+from hybridai.quantum.recording import recording
 
 FIXED = {
     "Hadamard": "h", "PauliX": "x", "PauliY": "y", "PauliZ": "z", "S": "s", "T": "t", "SX": "sx",
@@ -58,7 +60,8 @@ def _terms(obs: Any, position: dict) -> list[tuple[float, dict[int, str]]]:
     rep = obs.pauli_rep
     if rep is None:
         try:
-            rep = qml.pauli_decompose(qml.matrix(obs, wire_order=obs.wires), wire_order=obs.wires).pauli_rep
+            with recording():
+                rep = qml.pauli_decompose(qml.matrix(obs, wire_order=obs.wires), wire_order=obs.wires).pauli_rep
         except Exception as exc:
             raise UnsupportedOperationError(f"observable {obs} has no Pauli decomposition; {SUGGESTION}") from exc
     terms = []
@@ -96,6 +99,9 @@ def _gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], li
 
     def add(op: Any, depth: int = 0) -> None:
         name = op.name
+        if is_fold_barrier(op):  # between folded blocks (ZNE): kept, so that transpilation cannot cancel folds
+            gates.append(("barrier", tuple(range(len(wires))), None))
+            return
         if name in SKIPPED:
             return
         try:
@@ -119,8 +125,9 @@ def _gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], li
         else:
             raise UnsupportedOperationError(f"the Qiskit conversion cannot express {name}; {SUGGESTION}")
 
-    for op in operations:
-        add(op)
+    with recording():  # decompositions build PennyLane operations
+        for op in operations:
+            add(op)
     return gates, params
 
 
@@ -135,6 +142,8 @@ def _circuit(gates: list[Gate], n_params: int, n: int) -> Any:
     for name, qubits, arg in gates:
         if name == "unitary":
             circuit.append(UnitaryGate(arg), list(reversed(qubits)))
+        elif name == "barrier":
+            circuit.barrier(*qubits)
         elif arg is None:
             getattr(circuit, name)(*qubits)
         else:

@@ -17,11 +17,26 @@ Statistics of each call (circuits, primitive calls, seconds) come back in its ``
   ``QISKIT_IBM_INSTANCE`` environment variables, through the client-side
   ``qiskit_ibm_runtime.executor_estimator.Estimator``. ``mode="job"|"session"|"batch"``.
   Tokens never appear in hybridai's errors, reprs or logs.
+
+Both transpile at ``optimization_level`` (default 1). Zero-noise extrapolation (``mitigation=ZNE()``)
+transpiles its folded circuits at the same level, with a barrier between folded blocks so that no pass
+cancels a fold: its noisy value at scale factor 1 is exactly the value of the same layer without
+mitigation, whatever the level, and a comparison of "noisy" with "ZNE" is like for like. Global folding
+at odd factors (the default ``(1, 3, 5)``) repeats whole optimised blocks, so the noise scales exactly;
+partial folds (other factors) and ``folding="random"`` split the circuit into smaller blocks that the
+optimiser compresses less, so at levels >= 1 their noise scales only approximately: ``optimization_level=0``
+(for the mitigated and the unmitigated runs alike) makes every folded gate a physical gate.
+``retries`` (default 2) failed jobs are re-submitted after ``backoff * 2**attempt`` seconds (default
+``backoff=1.0``); ``timeout`` (seconds, default None: no limit) bounds the wait for each job. A register
+wider than the device (or whose simulated state would not fit in half the RAM, on ``aer``) is refused
+with a ``ResourceLimitError`` before anything is converted or allocated.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
+import numbers
 import sys
 import threading
 import time
@@ -34,6 +49,7 @@ from hybridai.core.contracts import Availability, QuantumExecutor
 from hybridai.core.errors import (
     BackendExecutionError,
     ConfigError,
+    ResourceLimitError,
     invalid,
     missing_extra,
     non_negative_int,
@@ -43,6 +59,8 @@ from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
 from hybridai.quantum.qiskit.conversion import Converted, convert
 from hybridai.quantum.qiskit.redaction import log, redact
 from hybridai.quantum.shift_rule import parameter_shift
+
+MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer back-offs and time-outs are typing mistakes
 
 
 class Tally:
@@ -57,6 +75,11 @@ class Tally:
 
 class QiskitBackend(QuantumExecutor):
     """Shared machinery of the Qiskit families: conversion, transpilation cache, calls, retries."""
+
+    device: Any = None  # the IBM device (or fake device) circuits run on; None: Aer's own simulator
+    # ZNE's folded circuits come with a barrier between folded blocks (hybridai.quantum.execution) and are
+    # transpiled at optimization_level like any other: the scale-factor-1 circuit IS the unmitigated one.
+    fold_barriers = True
 
     def __init__(
         self,
@@ -75,21 +98,26 @@ class QiskitBackend(QuantumExecutor):
         optional_int("seed", seed, 0)
         optional_int("max_parameter_sets", max_parameter_sets, 1)
         non_negative_int("retries", retries)
-        if optimization_level not in (0, 1, 2, 3):
+        if not _is_real(backoff) or not 0 <= backoff <= MAX_SECONDS:
+            raise invalid("backoff", backoff, f"seconds in [0, {MAX_SECONDS}] (the delay before the first retry)")
+        if timeout is not None and (not _is_real(timeout) or not 0 < timeout <= MAX_SECONDS):
+            raise invalid("timeout", timeout, f"None (wait as long as the job takes) or seconds in (0, {MAX_SECONDS}]")
+        if isinstance(optimization_level, bool) or optimization_level not in (0, 1, 2, 3):
             raise invalid("optimization_level", optimization_level, "0, 1, 2 or 3")
         if options:
             name = f"{self.family}:{target}" if target else self.family
             raise ConfigError(
                 f"backend={name!r} does not accept the option(s) {sorted(options)}; accepted: shots, seed, retries, "
                 "backoff, timeout, max_parameter_sets, optimization_level (aer: threads, depolarizing, "
-                "readout_error; ibm: mode, resilience_level)"
+                "readout_error, noise_model; ibm: mode, resilience_level)"
             )
         given = {"shots": shots, "seed": seed, "retries": retries, "backoff": backoff, "timeout": timeout,
                  "max_parameter_sets": max_parameter_sets, "optimization_level": optimization_level}  # fmt: skip
         defaults = {"retries": 2, "backoff": 1.0, "optimization_level": 1}
         # options: what differs from the defaults (the repr, and rebuilding the backend after unpickling)
         super().__init__(target, **{k: v for k, v in given.items() if v is not None and v != defaults.get(k)})
-        self.shots, self.seed, self.retries, self.backoff, self.timeout = shots, seed, retries, backoff, timeout
+        self.shots, self.seed, self.retries = shots, seed, retries
+        self.backoff, self.timeout = float(backoff), None if timeout is None else float(timeout)
         self.max_parameter_sets, self.optimization_level = max_parameter_sets, optimization_level
         self._transpiled: dict[tuple, Any] = {}
         self._lock = threading.Lock()
@@ -141,8 +169,10 @@ class QiskitBackend(QuantumExecutor):
             return self._transpiled.setdefault(key, made)
 
     def transpiled(self, converted: Converted, keep_gates: bool) -> tuple[Any, list[Any]]:
-        """The circuit and observables laid out for the hardware, transpiled once per structure; at
-        optimisation level 0 when ``keep_gates`` (folded circuits must keep their folds)."""
+        """The circuit and observables laid out for the hardware, transpiled once per structure at
+        ``optimization_level``; at level 0 when ``keep_gates`` (tapes folded by someone else, without
+        barriers between the folds). hybridai's own ZNE protects its folds with barriers and asks for
+        ``keep_gates=False``, so its circuits are transpiled exactly as unmitigated ones."""
         level = 0 if keep_gates else self.optimization_level
 
         def make() -> tuple[Any, list[Any]]:
@@ -218,11 +248,21 @@ class QiskitBackend(QuantumExecutor):
                 f"which applies ZNE around {self.name!r}), or an engine in {engines}",
             )  # fmt: skip
 
+    def check_resources(self, n_qubits: int, config: ExecutionConfig) -> None:
+        """Refuse (before converting or transpiling) a register wider than the device's qubit count."""
+        device = self.device
+        if device is not None and n_qubits > device.num_qubits:
+            raise ResourceLimitError(
+                f"n_qubits={n_qubits} on {self.name!r}, a device of {device.num_qubits} qubits; accepted: at most "
+                f"{device.num_qubits} wires, or a wider device"
+            )
+
     def execute(self, tapes: Any, config: ExecutionConfig) -> Execution:
         """All tapes, every parameter set of their batches and every parameter shift in ONE primitive call
         (more only when ``max_parameter_sets`` splits it)."""
         self.check_config(config)
         tapes = list(tapes)
+        self.check_resources(len(config.wires), config)
         shots = config.shots or next((t.shots.total_shots for t in tapes if t.shots), None) or self.shots
         config = config.replace(shots=shots, seed=config.seed if config.seed is not None else self.seed)
         tally = Tally(shots)
@@ -231,7 +271,7 @@ class QiskitBackend(QuantumExecutor):
         batches = [tape.batch_size or 1 for tape in tapes]
 
         def evaluate(values: list[np.ndarray]) -> list[np.ndarray]:
-            flat = [v.reshape(-1, v.shape[-1]) for v in values]
+            flat = [v.reshape(v.shape[0] * v.shape[1], v.shape[-1]) for v in values]
             evs = [np.zeros((len(v), len(c.observables))) for v, c in zip(flat, converted, strict=True)]
             for call in self._calls([len(v) for v in flat]):
                 out = self.estimate(
@@ -265,6 +305,11 @@ def column(observables: list[Any]) -> np.ndarray:
     for i, obs in enumerate(observables):
         column[i, 0, 0] = obs
     return column
+
+
+def _is_real(value: Any) -> bool:
+    """A finite real number (not a bool)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _job_id(job: Any) -> str:

@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 
 from hybridai.core.capabilities import QuantumCapabilities
-from hybridai.core.errors import BackendNotFoundError, BackendUnavailableError, invalid
+from hybridai.core.errors import BackendNotFoundError, BackendUnavailableError, ConfigError, invalid
 from hybridai.core.execution import ExecutionConfig
+from hybridai.core.redaction import is_secret_name
 from hybridai.quantum.qiskit.executor import QiskitBackend, Tally, column
 from hybridai.quantum.qiskit.fake_devices import fake_backend
-from hybridai.quantum.qiskit.redaction import redact, redact_logs
+from hybridai.quantum.qiskit.redaction import redact, redact_logs, remember_account
 
 ACCOUNT_HELP = (
     "save an account with qiskit_ibm_runtime.QiskitRuntimeService.save_account(...) or set the environment "
@@ -29,6 +30,12 @@ class IBMBackend(QiskitBackend):
         self, target: str | None = None, *, mode: str = "job", resilience_level: int = 0, **options: Any
     ) -> None:
         redact_logs()
+        secret = sorted(k for k in options if is_secret_name(k))
+        if secret:  # a token kept in options would be pickled with every layer: it never travels as one
+            raise ConfigError(
+                f"backend='ibm:{target or ''}' does not take the option(s) {secret} (values not shown); an IBM "
+                f"Quantum token or instance is never an option: {ACCOUNT_HELP}"
+            )
         if not target:
             raise invalid("backend", "ibm", "'ibm:fake_<name>' (offline) or 'ibm:<device>' (an IBM Quantum account)")
         if mode not in self.MODES:
@@ -44,15 +51,24 @@ class IBMBackend(QiskitBackend):
 
     @staticmethod
     def _account_backend(name: str) -> Any:
+        try:  # the saved account's token and instance are secrets before the service reads (and logs) them
+            from qiskit_ibm_runtime.accounts import AccountManager
+
+            remember_account(AccountManager.get())
+        except Exception:  # no saved account: the service says so below
+            pass
         try:
             from qiskit_ibm_runtime import QiskitRuntimeService
 
             service = QiskitRuntimeService()
+            remember_account(service.active_account())
         except Exception as exc:
             raise BackendUnavailableError(
                 f"backend='ibm:{name}' needs an IBM Quantum account ({type(exc).__name__}: {redact(str(exc))}); "
                 f"{ACCOUNT_HELP}; offline, use 'ibm:fake_<name>' such as 'ibm:fake_manila'"
             ) from None
+        finally:
+            redact_logs()  # loggers qiskit-ibm-runtime created while connecting
         try:
             return service.backend(name)
         except Exception as exc:
@@ -121,5 +137,6 @@ class IBMBackend(QiskitBackend):
         pubs = [(c, column(o), v) for (c, o), v in zip(pairs, values, strict=True)]
         precision = 1 / math.sqrt(config.shots or self.shots)
         estimator = self.estimator(config.seed, config.mitigation)
+        redact_logs()  # cheap; covers loggers qiskit-ibm-runtime created since the backend was built
         result = self.run_job(lambda: estimator.run(pubs, precision=precision), tally)
         return [np.moveaxis(np.asarray(r.data.evs), 0, -1) for r in result]

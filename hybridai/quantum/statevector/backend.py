@@ -20,11 +20,17 @@ import torch
 from hybridai.core.capabilities import QuantumCapabilities
 from hybridai.core.contracts import QuantumExecutor
 from hybridai.core.devices import resolve_torch_device
-from hybridai.core.errors import ConfigError, UnsupportedOperationError, invalid, non_negative_int, optional_int
+from hybridai.core.errors import (
+    ConfigError,
+    UnsupportedOperationError,
+    invalid,
+    non_negative_int,
+    optional_int,
+)
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
 from hybridai.quantum.statevector.gates import SUGGESTION, Converter
 from hybridai.quantum.statevector.measurement import Measurement, measure_exact
-from hybridai.quantum.statevector.planning import Plan, check_memory, memory_limit
+from hybridai.quantum.statevector.planning import Plan, check_memory, check_size, memory_limit
 
 DTYPES = {"complex128": torch.complex128, "complex64": torch.complex64}
 PLAN_CACHE_SIZE = 256
@@ -54,7 +60,9 @@ class StatevectorBackend(QuantumExecutor):
         fuse_max_qubits: int = 10,
         shots: int | None = None,
     ) -> None:
-        self.torch_device = None if target is None else resolve_torch_device(target, "backend")
+        self.torch_device = (
+            None if target is None else resolve_torch_device(target, "statevector", types=("cpu", "cuda"))
+        )
         if isinstance(dtype, torch.dtype):
             dtype = str(dtype).removeprefix("torch.")
         if dtype not in DTYPES:
@@ -123,9 +131,11 @@ class StatevectorBackend(QuantumExecutor):
     def _execute(self, tape: Any, wires: list, config: ExecutionConfig) -> tuple[Any, int]:
         n = len(wires)
         device = self._device_of(tape)
+        b = tape.batch_size or 1
+        limit = self.max_memory if self.max_memory is not None else memory_limit(device)
+        check_size(n, b, self.cdtype, limit)  # before converting and planning allocate anything of size 2^n
         converter = Converter({w: i for i, w in enumerate(wires)}, self.cdtype, device)
         steps = converter.convert(tape.operations)
-        b = tape.batch_size or 1
         fuse = n <= self.fuse_max_qubits and b >= 2 * 2**n
         key = (
             tuple(wires),
@@ -141,7 +151,6 @@ class StatevectorBackend(QuantumExecutor):
             return Plan([s.key for s in steps], n, fuse, device, self.cdtype), measurements
 
         plan, measurements = self._plan(key, make)  # measurements keep an equal converter: same key
-        limit = self.max_memory if self.max_memory is not None else memory_limit(device)
         check_memory(plan, n, b, self.cdtype, limit)
         shots = config.shots or (tape.shots.total_shots if tape.shots else self.shots)
         if tape.shots and tape.shots.has_partitioned_shots:

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import UnsupportedOperationError
+from hybridai.quantum.recording import recording
 
 MAX_DENSE_WIRES = 3
 SKIPPED = {"Identity", "Barrier", "Snapshot", "WireCut"}
@@ -47,6 +48,14 @@ class Step:
     @property
     def key(self) -> tuple:
         return (self.kind, self.wires, self.batched, self.const)
+
+
+def exact_tensor(x: Any, device: torch.device | None = None) -> torch.Tensor:
+    """``x`` as a tensor on ``device``; Python numbers and numpy data keep float64/complex128 (``torch.as_tensor``
+    would round a Python float through torch's default dtype, float32, before any cast back up)."""
+    if torch.is_tensor(x):
+        return x.to(device) if device is not None else x
+    return torch.as_tensor(np.asarray(x), device=device)
 
 
 def _expi(x: torch.Tensor) -> torch.Tensor:
@@ -123,15 +132,17 @@ class Converter:
             ) from None
 
     def real(self, x: Any) -> torch.Tensor:
-        return torch.as_tensor(x, device=self.device).to(self.rdtype)
+        return exact_tensor(x, self.device).to(self.rdtype)
 
     def tensor(self, x: Any) -> torch.Tensor:
-        return torch.as_tensor(x, device=self.device).to(self.cdtype)
+        return exact_tensor(x, self.device).to(self.cdtype)
 
     def convert(self, operations: list[Any]) -> list[Step]:
+        """The steps of ``operations`` (decompositions and matrices built under hybridai's PennyLane lock)."""
         steps: list[Step] = []
-        for i, op in enumerate(operations):
-            self._convert(op, steps, first=(i == 0), depth=0)
+        with recording():
+            for i, op in enumerate(operations):
+                self._convert(op, steps, first=(i == 0), depth=0)
         return steps
 
     def _convert(self, op: Any, steps: list[Step], first: bool, depth: int) -> None:

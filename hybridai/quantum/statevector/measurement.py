@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import UnsupportedOperationError
-from hybridai.quantum.statevector.gates import SUGGESTION, Converter
+from hybridai.quantum.recording import recording
+from hybridai.quantum.statevector.gates import SUGGESTION, Converter, exact_tensor
 from hybridai.quantum.statevector.planning import apply_matrix, bit_positions
 
 LETTERS = {"X", "Y", "Z", "I"}
@@ -99,7 +100,7 @@ class Measurement:
     # -- exact -----------------------------------------------------------------------------
 
     def _coefficients(self, mp: Any, dtype: torch.dtype) -> list[torch.Tensor]:
-        return [torch.as_tensor(c, device=self.converter.device).real.to(dtype) for c in mp.obs.pauli_rep.values()]
+        return [exact_tensor(c, self.converter.device).real.to(dtype) for c in mp.obs.pauli_rep.values()]
 
     def _apply_obs(self, psi: torch.Tensor, mp: Any) -> torch.Tensor:
         """O psi as a vector (for variances and non-Pauli observables)."""
@@ -160,7 +161,9 @@ class Measurement:
         """psi in the eigenbasis of the measured observable (probs(op=...)), else unchanged."""
         if mp.obs is None:
             return psi
-        for step in self.converter.convert(mp.obs.diagonalizing_gates()):
+        with recording():
+            gates = mp.obs.diagonalizing_gates()
+        for step in self.converter.convert(gates):
             tensor = step.tensor
             if step.kind == "sq":
                 for j, w in enumerate(step.wires):
@@ -187,9 +190,12 @@ class Measurement:
         if self.kind not in ("ExpectationMP", "VarianceMP"):
             raise UnsupportedOperationError(f"{self.kind} cannot be sampled with shots; {SUGGESTION}")
         rep = mp.obs.pauli_rep
-        terms = (
-            [(float(np.real(c)), pw.operation() if pw else None) for pw, c in rep.items()] if rep else [(1.0, mp.obs)]
-        )
+        with recording():
+            terms = (
+                [(float(np.real(c)), pw.operation() if pw else None) for pw, c in rep.items()]
+                if rep
+                else [(1.0, mp.obs)]
+            )
         if self.kind == "VarianceMP" and len(terms) > 1:
             raise UnsupportedOperationError(f"the variance of a sum of {len(terms)} terms with shots; {SUGGESTION}")
         total = torch.zeros(psi.shape[0], dtype=psi.real.dtype, device=psi.device)
@@ -197,9 +203,12 @@ class Measurement:
             if term is None or isinstance(term, qml.Identity):
                 total = total + coeff
                 continue
-            rotated = self._rotated(psi, qml.expval(term)) if term.diagonalizing_gates() else psi
+            with recording():
+                measured = qml.expval(term) if term.diagonalizing_gates() else None
+                eigvals = np.real(qml.math.toarray(term.eigvals()))
+            rotated = psi if measured is None else self._rotated(psi, measured)
             wires = self.converter.positions(term.wires)
-            eig = torch.as_tensor(np.real(qml.math.toarray(term.eigvals())), dtype=psi.real.dtype, device=psi.device)
+            eig = torch.as_tensor(eigvals, dtype=psi.real.dtype, device=psi.device)
             freq = _counts(marginal_probs(rotated, self.n, wires), shots, generator) / shots
             mean = freq @ eig
             total = total + coeff * (mean if self.kind == "ExpectationMP" else freq @ eig**2 - mean**2)

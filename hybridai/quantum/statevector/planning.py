@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import ResourceLimitError
+from hybridai.quantum.resources import physical_memory
 from hybridai.quantum.statevector.gates import Step
 
 KRON_CHUNK = int(
@@ -346,20 +347,27 @@ def memory_limit(device: torch.device) -> int:
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         return free // 2
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
-    except (ValueError, OSError, AttributeError):
-        return 8 * 2**30
+    return physical_memory() // 2
+
+
+MIN_STATES = 4  # the fewest statevectors a run keeps (initial state, result, probabilities, a gradient)
+
+
+def check_size(n: int, b: int, cdtype: torch.dtype, limit: int, states: int = MIN_STATES, fused_runs: int = 0) -> None:
+    """Refuse (before allocating anything) a run of ``b`` states of ``n`` qubits that would keep ``states``
+    statevectors (and ``fused_runs`` fused 2^n x 2^n unitaries) above ``limit`` bytes. Called with the
+    lower bound before converting and planning (which allocate 2^n index arrays), and again with the
+    plan's own count."""
+    itemsize = torch.empty((), dtype=cdtype).element_size()
+    estimate = itemsize * (2**n) * b * states + fused_runs * itemsize * 4**n * 8
+    if estimate > limit:
+        raise ResourceLimitError(
+            f"the statevector backend would need about {estimate / 2**30:.4g} GiB for n_qubits={n}, "
+            f"batch {b}, {cdtype} ({states} states kept for backward), above max_memory={limit / 2**30:.4g} GiB; "
+            "accepted: a smaller batch or fewer qubits, dtype='complex64', or a larger max_memory= (bytes)"
+        )
 
 
 def check_memory(plan: Plan, n: int, b: int, cdtype: torch.dtype, limit: int) -> None:
-    """Refuse (before allocating) a run whose states kept for backward would exceed ``limit``."""
-    itemsize = torch.empty((), dtype=cdtype).element_size()
-    states = len(plan.funcs) + 4
-    estimate = itemsize * (2**n) * b * states + plan.fused_runs * itemsize * 4**n * 8
-    if estimate > limit:
-        raise ResourceLimitError(
-            f"the statevector backend would need about {estimate / 2**30:.2f} GiB for {n} qubits, "
-            f"batch {b}, {cdtype} ({states} states kept for backward), above max_memory={limit / 2**30:.2f} GiB; "
-            "accepted: a smaller batch or fewer qubits, dtype='complex64', or a larger max_memory= (bytes)"
-        )
+    """Refuse (before running) a plan whose states kept for backward would exceed ``limit``."""
+    check_size(n, b, cdtype, limit, len(plan.funcs) + MIN_STATES, plan.fused_runs)

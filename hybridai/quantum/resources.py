@@ -1,0 +1,38 @@
+"""Memory a simulation would need, checked against what the machine has before anything is allocated.
+
+Simulators allocate the state at once: 2^n amplitudes for a statevector, 4^n for a density matrix. At
+40 qubits that is 16 TiB, and asking for it ends in a raw ``MemoryError``, ``std::bad_alloc`` or a
+transpiler error; hybridai refuses it first with a ``ResourceLimitError`` naming ``n_qubits``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hybridai.core.errors import ResourceLimitError
+
+
+def physical_memory() -> int:
+    """The machine's RAM in bytes (16 GiB when the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 16 * 2**30
+
+
+def check_state_memory(
+    backend: str, n_qubits: int, *, density: bool = False, copies: int = 1, itemsize: int = 16, limit: int | None = None
+) -> None:
+    """Refuse a simulation of ``n_qubits`` on ``backend`` whose ``copies`` states (statevectors, or density
+    matrices when ``density``) of ``itemsize`` bytes per amplitude would exceed ``limit`` bytes (default
+    half the RAM)."""
+    limit = physical_memory() // 2 if limit is None else limit
+    amplitudes = 4**n_qubits if density else 2**n_qubits
+    estimate = amplitudes * itemsize * copies
+    if estimate > limit:
+        what = "density matrix" if density else "statevector"
+        raise ResourceLimitError(
+            f"n_qubits={n_qubits} on {backend!r} needs a {what} of about {estimate / 2**30:.4g} GiB "
+            f"({copies} cop{'y' if copies == 1 else 'ies'}), above the {limit / 2**30:.4g} GiB available to it "
+            "(half the RAM); accepted: fewer qubits, or hardware ('ibm:<device>')"
+        )
