@@ -41,7 +41,9 @@ def cmd_backends(args: argparse.Namespace) -> int:
     for info in backends.available():  # a broken plugin is a row with its reason, never an exception
         try:
             flags = _flags(info.capabilities) if info.capabilities is not None else ""
-        except Exception as exc:  # a plugin's odd capabilities never break the listing
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a plugin's odd capabilities (even one calling sys.exit) never break the listing
             flags = f"unreadable ({type(exc).__name__})"
         status = "yes" if info.available else "no"
         reason = " ".join(str(info.reason).split())
@@ -109,33 +111,201 @@ def cmd_test_backend(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _load_trusted(path: str, argument: str):
-    """A whole object saved with ``torch.save`` (unpickled: only for files you made yourself)."""
+# deploy-report reads files that may come from anyone: nothing in them can run code.
+MODEL_CLASS_MODULES = ("torch.nn.modules.", "hybridai.spiking.", "hybridai.neuromorphic.")
+MODEL_ACCEPTED = (
+    "a file written with torch.save(model) whose model is built only from torch.nn layers and hybridai's "
+    "spiking layers (loaded with weights_only=True), or FILE.py:FACTORY / package.module:FACTORY, Python code "
+    "you choose to run that returns the model (its weights from --weights FILE, a torch.save(model.state_dict()))"
+)
+BATCH_ACCEPTED = (
+    "a file written with torch.save(x) or torch.save((x, labels)) holding only tensors, or an .npz with arrays "
+    "x (and labels), e.g. numpy.savez(FILE, x=x, labels=labels)"
+)
+
+
+def _globals_in(path: str, argument: str, accepted: str) -> list[str]:
+    """The classes and functions a torch.save file names (read without running anything)."""
+    import os
+
+    import torch
+
+    if not os.path.isfile(path):
+        raise invalid(argument, path, f"an existing file: {accepted}")
+    try:
+        return list(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+    except Exception as exc:
+        raise invalid(argument, path, f"{accepted} (this is not a torch.save file: {type(exc).__name__})") from None
+
+
+def _model_class(name: str) -> type | None:
+    """The allowed class a saved model names (``torch.nn.modules.linear.Linear``), or None."""
+    import importlib
+
+    from torch import nn
+
+    from hybridai.spiking.surrogate import Surrogate
+
+    module_name, _, attr = name.rpartition(".")
+    if not module_name.startswith(MODEL_CLASS_MODULES) or not attr.isidentifier():
+        return None
+    try:
+        obj = getattr(importlib.import_module(module_name), attr)
+    except Exception:
+        return None
+    ours = isinstance(obj, type) and obj.__module__ == module_name
+    return obj if ours and (issubclass(obj, nn.Module) or issubclass(obj, Surrogate)) else None
+
+
+def _load_tensors(path: str, argument: str, accepted: str, allowed: list[type] | None = None):
+    """``torch.load(path, weights_only=True)``: tensors, containers and the ``allowed`` classes only."""
     import torch
 
     try:
-        return torch.load(path, map_location="cpu", weights_only=False)
-    except FileNotFoundError:
-        raise invalid(argument, path, "an existing file written with torch.save") from None
+        with torch.serialization.safe_globals(allowed or []):
+            return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
         raise invalid(
-            argument, path, f"a file written with torch.save (loading failed: {type(exc).__name__})"
+            argument, path, f"{accepted} (loading with weights_only=True failed: {type(exc).__name__})"
         ) from None
 
 
-def cmd_deploy_report(args: argparse.Namespace) -> int:
+def _factory_spec(text: str) -> tuple[str, str] | None:
+    """``("file.py" or "package.module", "factory")`` when MODEL names a factory, else None."""
+    import os
+
+    where, sep, name = text.rpartition(":")
+    if not sep or not name.isidentifier() or os.path.exists(text):
+        return None
+    if where.endswith(".py") or all(part.isidentifier() for part in where.split(".")):
+        return where, name
+    return None
+
+
+def _model_from_factory(where: str, name: str, text: str):
+    import importlib
+    import importlib.util
+    import os
+
+    try:
+        if where.endswith(".py"):
+            if not os.path.isfile(where):
+                raise invalid("model", text, f"an existing Python file before ':{name}': {MODEL_ACCEPTED}")
+            spec = importlib.util.spec_from_file_location(f"hybridai_model_{abs(hash(where))}", where)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(where)
+    except HybridAIError:
+        raise
+    except Exception as exc:
+        raise invalid(
+            "model", text, f"{MODEL_ACCEPTED} (importing {where!r} failed: {type(exc).__name__}: {exc})"
+        ) from None
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise invalid("model", text, f"{MODEL_ACCEPTED} ({where!r} has no callable {name!r})")
+    try:
+        return factory()
+    except HybridAIError:
+        raise
+    except Exception as exc:
+        raise invalid("model", text, f"{MODEL_ACCEPTED} ({name}() raised {type(exc).__name__}: {exc})") from None
+
+
+def _load_model(text: str, weights: str | None):
+    """The model of ``deploy-report``: a safely loaded torch.save file, or a factory's model."""
+    from torch import nn
+
+    spec = _factory_spec(text)
+    if spec is not None:
+        model = _model_from_factory(*spec, text)
+    else:
+        names = _globals_in(text, "model", MODEL_ACCEPTED)
+        classes = [_model_class(n) for n in names]
+        refused = [n for n, c in zip(names, classes, strict=True) if c is None]
+        if refused:  # never loaded: a class or function outside torch.nn and hybridai's layers could run code
+            raise invalid(
+                "model", text, f"{MODEL_ACCEPTED}; this file names {refused} (not loaded: loading could run code)"
+            )
+        model = _load_tensors(text, "model", MODEL_ACCEPTED, [c for c in classes if c is not None])
+    if not isinstance(model, nn.Module):
+        raise invalid(
+            "model", text, f"{MODEL_ACCEPTED}; it holds a {type(model).__name__}, not an nn.Module (a state_dict "
+            "alone has no architecture: give FILE.py:FACTORY --weights FILE)",
+        )  # fmt: skip
+    if weights is not None:
+        state = _load_tensors(weights, "weights", "a file written with torch.save(model.state_dict())")
+        if not isinstance(state, dict):
+            raise invalid("weights", weights, f"a state_dict (a dict of tensors), not a {type(state).__name__}")
+        try:
+            model.load_state_dict(state)
+        except Exception as exc:
+            raise invalid("weights", weights, f"the state_dict of this model ({' '.join(str(exc).split())})") from None
+    return model
+
+
+def _load_batch(path: str, argument: str):
+    """``(x, labels or None)`` from an .npz (no pickles) or a tensors-only torch.save file."""
+    import numpy as np
     import torch
 
+    if path.endswith(".npz"):
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                arrays = {k: archive[k] for k in archive.files}
+        except FileNotFoundError:
+            raise invalid(argument, path, f"an existing file: {BATCH_ACCEPTED}") from None
+        except Exception as exc:
+            raise invalid(argument, path, f"{BATCH_ACCEPTED} (reading it failed: {type(exc).__name__})") from None
+        data = arrays if "x" in arrays else tuple(arrays[k] for k in sorted(arrays))
+        if isinstance(data, dict):
+            data = (data["x"], data.get("labels", data.get("y")))
+        data = tuple(torch.from_numpy(a) if a is not None else None for a in data)
+    else:
+        names = _globals_in(path, argument, BATCH_ACCEPTED)
+        if names:
+            raise invalid(
+                argument, path, f"{BATCH_ACCEPTED}; this file names {names} (not loaded: loading could run code)"
+            )
+        data = _load_tensors(path, argument, BATCH_ACCEPTED)
+    if isinstance(data, dict) and "x" in data:
+        data = (data["x"], data.get("labels", data.get("y")))
+    if torch.is_tensor(data):
+        data = (data, None)
+    if not (isinstance(data, tuple | list) and len(data) in (1, 2) and torch.is_tensor(data[0])):
+        raise invalid(argument, path, f"{BATCH_ACCEPTED}; it holds {_describe(data)}")
+    x, labels = data[0], (data[1] if len(data) == 2 else None)
+    if labels is not None and not torch.is_tensor(labels):
+        raise invalid(argument, path, f"{BATCH_ACCEPTED}; its labels are a {type(labels).__name__}, not a tensor")
+    return x, labels
+
+
+def _describe(data: object) -> str:
+    if isinstance(data, tuple | list):
+        return f"a {type(data).__name__} of {len(data)} ({', '.join(type(d).__name__ for d in data[:4])})"
+    return f"a {type(data).__name__}"
+
+
+def cmd_deploy_report(args: argparse.Namespace) -> int:
+    from hybridai.core.errors import ConfigError, ShapeError
     from hybridai.neuromorphic.deploy import deploy
 
-    model = _load_trusted(args.model, "model")
-    data = _load_trusted(args.data, "data")
-    x, labels = data if isinstance(data, tuple | list) and len(data) == 2 else (data, None)
-    if not torch.is_tensor(x):
-        raise invalid("data", type(data).__name__, "a tensor x or a tuple (x, labels) saved with torch.save")
-    calibration = _load_trusted(args.calibration, "calibration") if args.calibration else x
+    model = _load_model(args.model, args.weights)
+    x, labels = _load_batch(args.data, "data")
+    calibration = _load_batch(args.calibration, "calibration")[0] if args.calibration else x
     energy = dict(args.energy) if args.energy else None
-    deployment = deploy(model, args.backend, calibration=calibration, energy=energy, **dict(args.option or []))
+    try:
+        deployment = deploy(model, args.backend, calibration=calibration, energy=energy, **dict(args.option or []))
+    except (ConfigError, ShapeError) as exc:
+        message = str(exc)
+        if args.calibration or not message.startswith("calibration="):
+            raise
+        # the calibration batch is DATA's x, which the user gave as data: the error is about DATA
+        raise type(exc)(
+            f"data={args.data!r}: x={message.removeprefix('calibration=')} (x also calibrates the chip when "
+            "--calibration is not given)"
+        ) from None
     print(deployment.report(x, labels))
     return 0
 
@@ -173,16 +343,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "deploy-report",
         help="deploy a saved model on a neuromorphic backend and print agreement, activity, latency and energy",
-        description="Load a whole model saved with torch.save(model, MODEL) and a batch saved with "
-        "torch.save((x, labels), DATA) or torch.save(x, DATA), deploy the model with hybridai.deploy and print "
-        "the report. Both files are unpickled: load only files you made yourself.",
+        description="Deploy MODEL with hybridai.deploy, run it on the batch in DATA and print the report. Files "
+        "are read so that nothing in them can run code (torch.load with weights_only=True, numpy without "
+        "pickles): a saved model may use torch.nn layers and hybridai's spiking layers only; any other model "
+        "comes from Python code you name (FILE.py:FACTORY) with its state_dict in --weights.",
     )
-    p.add_argument("model", metavar="MODEL", help="file written with torch.save(model, MODEL)")
     p.add_argument(
-        "data", metavar="DATA", help="file written with torch.save((x, labels), DATA) or torch.save(x, DATA)"
-    )
+        "model", metavar="MODEL",
+        help="torch.save(model, MODEL) of torch.nn/hybridai layers, or FILE.py:FACTORY or package.module:FACTORY",
+    )  # fmt: skip
+    p.add_argument(
+        "data", metavar="DATA", help="torch.save((x, labels), DATA) or torch.save(x, DATA) (tensors only), or an "
+        ".npz with arrays x and labels",
+    )  # fmt: skip
+    p.add_argument("--weights", metavar="FILE", help="torch.save(model.state_dict(), FILE), loaded into the model")
     p.add_argument("--backend", default="loihi", help="neuromorphic backend: loihi (default), akida, nengo")
-    p.add_argument("--calibration", metavar="FILE", help="calibration batch (torch.save(x)); default: x from DATA")
+    p.add_argument("--calibration", metavar="FILE", help="calibration batch, in DATA's formats; default: x from DATA")
     p.add_argument("-o", "--option", action="append", type=_option, metavar="KEY=VALUE",
                    help="backend option (a Python literal), repeatable: -o quirks='lava'")  # fmt: skip
     p.add_argument("--energy", action="append", type=_option, metavar="EVENT=JOULES",
@@ -196,7 +372,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except HybridAIError as exc:
-        print(f"hybridai: error: {exc}", file=sys.stderr)
+        from hybridai.core.redaction import redact
+
+        print(f"hybridai: error: {redact(exc)}", file=sys.stderr)  # never a token, whoever wrote the message
         return 2
 
 

@@ -14,7 +14,7 @@ import time
 import torch
 from torch import nn
 
-from hybridai.core.errors import invalid
+from hybridai.core.errors import bounded_int, positive_int
 from hybridai.core.module import summary
 from hybridai.quantum import QuantumLayer
 
@@ -84,12 +84,10 @@ def accuracy(model, x, y) -> float:
 
 def run_demo(n_qubits: int = 6, epochs: int = 25, batch_size: int = 32, seed: int = 0) -> dict[str, float]:
     """Train both models, print the summary and the comparison; return the numbers."""
-    if isinstance(n_qubits, bool) or not isinstance(n_qubits, int) or not 4 <= n_qubits <= 8:
-        raise invalid("qubits", n_qubits, "an int from 4 to 8")
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise invalid("epochs", epochs, "a positive int")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise invalid("batch_size", batch_size, "a positive int")
+    bounded_int("qubits", n_qubits, 4, 8)
+    positive_int("epochs", epochs)
+    positive_int("batch_size", batch_size)
+    bounded_int("seed", seed, 0, 2**32 - 1)  # scikit-learn's random_state range
     x_tr, y_tr, x_te, y_te = digits_split(seed)
     torch.manual_seed(seed)
     hybrid = hybrid_model(n_qubits)

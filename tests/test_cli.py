@@ -13,14 +13,17 @@ def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "hybridai", *args], capture_output=True, text=True)
 
 
-@pytest.mark.parametrize("args", [[], ["backends"], ["info"], ["demo"]])
+@pytest.mark.parametrize("args", [[], ["backends"], ["info"], ["demo"], ["test-backend"], ["deploy-report"]])
 def test_help_everywhere(args):
     out = run_cli(*args, "--help")
     assert out.returncode == 0
     assert out.stdout.startswith("usage: hybridai")
     if not args:
-        for command in ("backends", "info", "demo"):
+        for command in ("backends", "info", "demo", "test-backend", "deploy-report"):
             assert command in out.stdout
+    if args == ["deploy-report"]:  # what it reads, and that nothing in the files can run
+        text = " ".join(out.stdout.split())
+        assert "--weights" in text and "FILE.py:FACTORY" in text and "weights_only=True" in text and ".npz" in text
 
 
 def test_no_command_is_an_error():
@@ -139,7 +142,7 @@ def test_info_lists_versions_and_devices(capsys):
 
 def test_demo_rejects_bad_qubits(capsys):
     assert main(["demo", "--qubits", "9"]) == 2
-    assert "qubits=9 is not valid; accepted: an int from 4 to 8" in capsys.readouterr().err
+    assert "qubits=9 is not valid; accepted: an int in [4, 8]" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -23,7 +23,7 @@ class TorchBackend(Placement):
 
     def __init__(self, target: str | None = None, **options: Any) -> None:
         if options:
-            raise invalid("options", options, "no options (the torch backend takes only a target)")
+            raise invalid("options", sorted(options), "no options (the torch backend takes only a target)")
         self.device = resolve_torch_device(target)
         super().__init__(str(self.device) if target else None)
 

@@ -1,37 +1,45 @@
-"""Torch devices from target strings ("cpu", "cuda", "cuda:N", "mps"), checked to exist here."""
+"""Torch devices from backend target strings ("cpu", "cuda", "cuda:N", "mps"), checked to exist here.
+
+Errors name the backend as the user wrote it (``statevector:cuda``, ``torch:cuda:3``) and what is
+accepted on this machine.
+"""
 
 from __future__ import annotations
 
 import torch
 
-from hybridai.core.errors import BackendUnavailableError, invalid
+from hybridai.core.errors import BackendNotFoundError, BackendUnavailableError, invalid
 
 
-def resolve_torch_device(target: str | None, argument: str = "backend") -> torch.device:
-    """The ``torch.device`` for a target string, checked to exist on this machine."""
+def resolve_torch_device(
+    target: str | None, family: str = "torch", *, types: tuple[str, ...] = ("cpu", "cuda", "mps")
+) -> torch.device:
+    """The ``torch.device`` of backend ``family:target`` (``None`` is the CPU), checked to exist here."""
     spec = target or "cpu"
-    accepted = "'cpu', 'cuda', 'cuda:N' or 'mps'"
+    name = f"{family}:{spec}"
+    accepted = " or ".join(repr(f"{family}:{t}") for t in _spellings(types))
     try:
         device = torch.device(spec)
-    except (RuntimeError, ValueError):
-        raise invalid(argument, f"torch:{spec}", accepted) from None
+    except (RuntimeError, ValueError, TypeError):
+        raise invalid("backend", name, accepted, BackendNotFoundError) from None
+    if device.type not in types:
+        raise invalid("backend", name, accepted, BackendNotFoundError)
+    here = f"accepted here: '{family}:cpu'"
     if device.type == "cuda":
-        if not torch.cuda.is_available():
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
             raise BackendUnavailableError(
-                f"{argument}='torch:{spec}': CUDA is not available on this machine "
-                "(torch.cuda.is_available() is False); accepted here: 'torch:cpu'"
+                f"backend={name!r}: CUDA is not available on this machine (torch.cuda.is_available() is False); {here}"
             )
-        count = torch.cuda.device_count()
         if device.index is not None and device.index >= count:
             raise BackendUnavailableError(
-                f"{argument}='torch:{spec}': this machine has {count} CUDA device(s); "
-                f"accepted: cuda:0 .. cuda:{count - 1}"
+                f"backend={name!r}: this machine has {count} CUDA device(s); accepted: "
+                f"{family}:cuda:0 .. {family}:cuda:{count - 1}"
             )
-    elif device.type == "mps":
-        if not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
-            raise BackendUnavailableError(
-                f"{argument}='torch:{spec}': MPS is not available on this machine; accepted here: 'torch:cpu'"
-            )
-    elif device.type != "cpu":
-        raise invalid(argument, f"torch:{spec}", accepted)
+    if device.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
+        raise BackendUnavailableError(f"backend={name!r}: MPS is not available on this machine; {here}")
     return device
+
+
+def _spellings(types: tuple[str, ...]) -> list[str]:
+    return [s for t in types for s in ((t, f"{t}:N") if t == "cuda" else (t,))]

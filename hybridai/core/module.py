@@ -47,13 +47,19 @@ class HybridModule(nn.Module):
         return dict(self._backend_options)
 
     def set_backend(self, backend: str | Backend, **options: Any) -> HybridModule:
-        """Re-target this layer; raises a HybridAIError for unknown or wrong-domain backends."""
+        """Re-target this layer; raises a HybridAIError for unknown or wrong-domain backends, or for a backend
+        this layer cannot run on (``check_backend``); the layer is unchanged then."""
         resolved = _resolve(backend, self.domain, options)
+        self.check_backend(resolved)
         self._backend_name = resolved.name
         # a backend object brings its own options: kept so that it can be rebuilt after unpickling
         self._backend_options = dict(resolved.options if isinstance(backend, Backend) else options)
         self._backend = resolved
         return self
+
+    def check_backend(self, backend: Backend) -> None:
+        """Raise a HybridAIError when this layer cannot run on ``backend`` (a quantum layer wider than
+        the backend's qubit count, say); called before the layer is re-targeted. Accepts everything here."""
 
     @property
     def resolved_backend(self) -> Backend:
@@ -120,8 +126,13 @@ def place(
     (or wraps) them. Every name is validated before any layer changes, so a bad name leaves
     the model untouched.
     """
+    if not isinstance(model, nn.Module):
+        raise invalid("model", type(model).__name__, "a torch.nn.Module")
     targets = {"quantum": quantum, "spiking": spiking, "classical": classical}
     resolved = {d: _resolve(n, d, options) for d, n in targets.items() if n is not None}
+    for _, layer in _layers(model):  # every layer accepts its new backend before any changes
+        if isinstance(layer, HybridModule) and layer.domain in resolved:
+            layer.check_backend(resolved[layer.domain])
     return _place_tree(model, resolved)
 
 

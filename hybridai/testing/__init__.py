@@ -24,9 +24,12 @@ instance shared by several threads (backends hold no per-call state). See ``docs
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from hybridai.core.errors import invalid
 from hybridai.testing.suite import (
     FAIL,
     PASS,
@@ -68,9 +71,12 @@ def conformance_checks(
     from hybridai.core.contracts import ChipCompiler, Placement, QuantumExecutor, contract_of
     from hybridai.testing import common, deployment, placement, quantum
 
+    atol = check_atol(atol)
+    if options is not None and not isinstance(options, Mapping):
+        raise invalid("options", options, "None or a mapping of backend options, e.g. {'shots': 100}")
     subject = Subject(backend, dict(options or {}))
     if atol is not None:
-        subject.cache["atol"] = float(atol)
+        subject.cache["atol"] = atol
     checks = [Check("registration", subject, common.registration)]
     try:
         cls = registry.backend_class(subject.family)
@@ -97,7 +103,13 @@ def run_conformance(
     progress: Any = None,
 ) -> Report:  # fmt: skip
     """Run every check on each backend name; ``progress(result)`` is called after each check."""
-    names = [backends] if isinstance(backends, str) else list(backends)
+    atol = check_atol(atol)
+    try:
+        names = [backends] if isinstance(backends, str) else list(backends)
+    except TypeError:
+        raise invalid("backends", backends, "a backend name or a non-empty list of names") from None
+    if not names:
+        raise invalid("backends", backends, "a backend name or a non-empty list of names")
     results: list[CheckResult] = []
     for name in names:
         for check in conformance_checks(name, options, atol=atol):
@@ -106,6 +118,15 @@ def run_conformance(
             if progress is not None:
                 progress(result)
     return Report(results)
+
+
+def check_atol(atol: Any) -> float | None:
+    """``None`` (each check's default tolerance) or a finite number >= 0, as a float."""
+    if atol is None:
+        return None
+    if isinstance(atol, bool) or not isinstance(atol, numbers.Real) or not math.isfinite(atol) or atol < 0:
+        raise invalid("atol", atol, "None (each check's default, 1e-10 in float64) or a finite number >= 0")
+    return float(atol)
 
 
 def assert_conforms(backend: str, options: Mapping[str, Any] | None = None, *, atol: float | None = None) -> Report:

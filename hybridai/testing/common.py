@@ -7,8 +7,9 @@ import io
 from typing import Any
 
 from hybridai.core import registry
-from hybridai.core.capabilities import ChipCapabilities, PlacementCapabilities, QuantumCapabilities
+from hybridai.core.capabilities import ChipCapabilities, QuantumCapabilities
 from hybridai.core.contracts import (
+    CAPABILITIES,
     CONTRACTS,
     DOMAINS,
     Availability,
@@ -26,11 +27,7 @@ BOGUS_TARGET = "no-such-target-for-conformance"
 
 # What each contract runs and describes itself with.
 CONTRACT_DOMAINS = {QuantumExecutor: ("quantum",), Placement: ("classical", "spiking"), ChipCompiler: ("spiking",)}
-CONTRACT_CAPABILITIES = {
-    QuantumExecutor: QuantumCapabilities,
-    Placement: PlacementCapabilities,
-    ChipCompiler: ChipCapabilities,
-}
+CONTRACT_CAPABILITIES = CAPABILITIES
 
 
 def registration(s: Subject) -> str:
@@ -91,7 +88,7 @@ def _names(caps: Any, name: str, empty: bool = True) -> tuple[str, ...]:
 
 def capabilities(s: Subject) -> str:
     """``capabilities`` is the contract's typed record, consistent with itself, the same on every read."""
-    backend = s.make()
+    backend = s.unchecked()
     caps = backend.capabilities
     record = CONTRACT_CAPABILITIES[s.contract]
     if not isinstance(caps, record):

@@ -18,6 +18,7 @@ from typing import Any
 from hybridai.core import registry
 from hybridai.core.contracts import Backend, contract_of
 from hybridai.core.errors import HybridAIError
+from hybridai.core.redaction import redact, remember_options
 from hybridai.core.text_table import format_table
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
@@ -55,6 +56,7 @@ class Subject:
     def __init__(self, name: str, options: dict[str, Any]) -> None:
         self.name = name
         self.options = dict(options)
+        remember_options(self.options)  # secret values never appear in a check's detail
         self.family, self.target = registry.parse_name(name)
         self.cache: dict[str, Any] = {}
 
@@ -65,6 +67,12 @@ class Subject:
     def make(self, **extra: Any) -> Backend:
         """A fresh configured instance (``extra`` options override the subject's)."""
         return registry.get(self.name, **{**self.options, **extra})
+
+    def unchecked(self) -> Backend:
+        """An instance built by the family's class itself, without the registry's checks of what it
+        answers (``get`` refuses capabilities that are not the typed record): for checks that diagnose
+        exactly what is wrong."""
+        return self.cls(self.target, **self.options)
 
     @cached_property
     def contract(self) -> type[Backend] | None:
@@ -108,20 +116,23 @@ class Check:
         return self.id
 
     def run(self) -> CheckResult:
-        """Run the check; never raises (an unexpected exception is a failure with its type)."""
+        """Run the check; never raises (an unexpected exception, ``sys.exit`` included, is a failure with
+        its type). Details never show secrets (``hybridai.core.redaction``)."""
         start = time.perf_counter()
         try:
             detail = self.fn(self.subject) or ""
             status = PASS
+        except KeyboardInterrupt:
+            raise
         except NotApplicable as exc:
             status, detail = SKIP, str(exc)
         except ConformanceError as exc:
             status, detail = FAIL, str(exc)
         except HybridAIError as exc:
             status, detail = FAIL, f"unexpected {type(exc).__name__}: {exc}"
-        except Exception as exc:  # a raw exception from the backend is itself a conformance failure
+        except BaseException as exc:  # a raw exception (or exit) from the backend is itself a conformance failure
             status, detail = FAIL, f"raised {type(exc).__name__}: {exc}"
-        return CheckResult(self.backend, self.name, status, detail, time.perf_counter() - start)
+        return CheckResult(self.backend, self.name, status, redact(detail), time.perf_counter() - start)
 
     def __call__(self) -> CheckResult:
         result = self.run()

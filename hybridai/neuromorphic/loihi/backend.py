@@ -40,7 +40,7 @@ class LoihiBackend(ChipCompiler):
                 "backend", f"loihi:{target}", "'loihi' (the emulator; a real board would come as a plugin family)"
             )
         if options:
-            raise invalid("options", options, f"only {OPTIONS}")
+            raise invalid("options", sorted(options), f"only {OPTIONS}")
         self.quirks = check_quirks(quirks)
         self.device = check_device(device)
         given = {
