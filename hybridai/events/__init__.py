@@ -7,7 +7,7 @@ steps), ``camera`` (the synthetic camera and data set), ``storage`` (HDF5).
 from hybridai.events.arrays import EVENT_DTYPE, check_events, check_sensor_size, make_events
 from hybridai.events.binning import ToTimeSteps, to_frames
 from hybridai.events.camera import DIRECTIONS, SHAPES, EventCamera, linlog, moving_shapes, render_shape
-from hybridai.events.storage import EventDataset, EventWriter, pad_collate, save_events
+from hybridai.events.storage import EventDataset, EventFileError, EventWriter, pad_collate, save_events
 
 __all__ = [
     "DIRECTIONS",
@@ -15,6 +15,7 @@ __all__ = [
     "SHAPES",
     "EventCamera",
     "EventDataset",
+    "EventFileError",
     "EventWriter",
     "ToTimeSteps",
     "check_events",

@@ -72,7 +72,7 @@ class EventCamera:
         self.linlog_cutoff = _non_negative("linlog_cutoff", linlog_cutoff)
         if self.linlog_cutoff == 0:
             raise invalid("linlog_cutoff", linlog_cutoff, "a positive grey level, e.g. 20")
-        self.seed = bounded_int("seed", seed)
+        self.seed = non_negative_int("seed", seed)  # numpy seeds: ints >= 0
 
     def thresholds(self, height: int, width: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """Per-pixel ON and OFF thresholds ``[H, W]``, at least 1% of the mean."""
@@ -232,8 +232,10 @@ def moving_shapes(
         raise invalid("directions", directions, f"a non-empty tuple drawn from {DIRECTIONS}")
     if not shapes or any(s not in SHAPES for s in shapes):
         raise invalid("shapes", shapes, f"a non-empty tuple drawn from {SHAPES}")
+    if camera is not None and not isinstance(camera, EventCamera):
+        raise invalid("camera", type(camera).__name__, "None or a hybridai.events.EventCamera")
     camera = camera or EventCamera()
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(non_negative_int("seed", seed))
     labels = rng.integers(0, len(directions), n_samples)
     times = np.linspace(0, duration_us, n_frames).round().astype(np.int64)
     vectors = {"right": (1, 0), "left": (-1, 0), "down": (0, 1), "up": (0, -1)}

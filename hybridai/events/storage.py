@@ -5,13 +5,22 @@ Layout of a file (format ``hybridai-events``, version 1)::
     /events/x, /events/y, /events/t, /events/p   one column per field, all streams concatenated
     /offsets                                     int64 [n_streams + 1]; stream i is rows offsets[i]:offsets[i+1]
     /labels                                      int64 [n_streams]
+    /checksums                                   uint32 [n_streams]: CRC-32 of each stream's columns
     attrs: format, version, sensor_size (width, height, polarities)
 
 ``save_events`` writes uncompressed contiguous columns by default, which ``EventDataset``
 reads through numpy memory maps (the OS pages in only what a stream touches). With
 ``compression`` (or when streams are appended with ``EventWriter``) the columns are chunked,
-and a read decompresses only the chunks that hold the stream. Files are written to a
-temporary name and renamed, so a failure never leaves a half-written file behind.
+and a read decompresses only the chunks that hold the stream. Every stream carries a CRC-32 of its
+columns, checked on read, so flipped bytes in the events are caught (files written before the
+checksums were added are read without that check). Files are written to a temporary name
+and renamed, so a failure never leaves a half-written file behind.
+
+``EventDataset`` checks the layout when it opens a file (format, version, sensor size, the four
+columns and their dtypes and lengths, offsets that start at 0, never decrease and end at the
+number of events, one label per stream) and every stream it reads (coordinates inside the sensor,
+sorted timestamps): a damaged file gives an ``EventFileError`` naming the file and what is wrong,
+never a raw h5py error or a silently wrong stream.
 h5py is imported on first use (``pip install 'hybridai[events]'``).
 """
 
@@ -19,6 +28,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,16 +36,55 @@ from typing import Any
 import numpy as np
 import torch
 
-from hybridai.core.errors import ConfigError, MissingExtraError, ShapeError, bounded_int, invalid, positive_int
+from hybridai.core.errors import (
+    ConfigError,
+    HybridAIError,
+    MissingExtraError,
+    ShapeError,
+    bounded_int,
+    invalid,
+    positive_int,
+)
 from hybridai.events.arrays import EVENT_DTYPE, FIELDS, check_events, check_sensor_size
 
 FORMAT = "hybridai-events"
 VERSION = 1
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+INT64 = (int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max))
+# what h5py raises for damaged files (bad signatures, heaps, object headers, checksums, sizes)
+_H5_ERRORS = (OSError, KeyError, ValueError, RuntimeError, TypeError, IndexError, AttributeError)
+
+
+class EventFileError(HybridAIError, ValueError):
+    """An event file that is not a readable ``hybridai-events`` file: corrupt, truncated or inconsistent."""
 
 
 def _int(argument: str, value: object) -> int:
     """``bounded_int`` that also takes numpy integers (labels and indices often are), returned as a Python int."""
     return bounded_int(argument, int(value) if isinstance(value, np.integer) else value)
+
+
+def _label(argument: str, value: object) -> int:
+    """A label stored as int64: a Python, numpy or 0-d torch integer in int64's range (not a bool, float or str)."""
+    if torch.is_tensor(value) and value.ndim == 0 and not (value.is_floating_point() or value.is_complex()):
+        value = value.item()
+    if isinstance(value, np.integer):
+        value = int(value)
+    return bounded_int(argument, value, *INT64)
+
+
+def _file_path(path: object, *, existing: bool) -> Path:
+    """``path`` as a Path: an existing file (``existing``), or a new file inside an existing folder."""
+    if not isinstance(path, str | os.PathLike) or (isinstance(path, str) and not path):
+        raise invalid("path", path, "a file path (str or os.PathLike)")
+    path = Path(path)
+    if path.is_dir():
+        raise invalid("path", str(path), "a file path; this is a folder")
+    if existing and not path.is_file():
+        raise invalid("path", str(path), "an existing HDF5 file written by hybridai.events.save_events")
+    if not existing and not path.parent.is_dir():
+        raise invalid("path", str(path), "a file path inside an existing folder")
+    return path
 
 
 def _h5py() -> Any:
@@ -67,18 +116,17 @@ class EventWriter:
         compression: str | None = None,
         chunk_events: int = 65536,
     ) -> None:
-        self.path = Path(path)
+        self.path = _file_path(path, existing=False)
         self.sensor_size = check_sensor_size(sensor_size)
         if compression not in (None, "gzip", "lzf"):
             raise invalid("compression", compression, "None, 'gzip' or 'lzf'")
         positive_int("chunk_events", chunk_events)
-        if not self.path.parent.is_dir():
-            raise invalid("path", str(path), "a file path inside an existing folder")
         self.compression, self.chunk_events = compression, chunk_events
         self._file: Any = None
         self._temporary: Path | None = None
         self._offsets = [0]
         self._labels: list[int] = []
+        self._checksums: list[int] = []
 
     def __enter__(self) -> EventWriter:
         h5py = _h5py()
@@ -101,7 +149,7 @@ class EventWriter:
         if self._file is None:
             raise ConfigError("EventWriter.append was called outside its 'with' block; accepted: inside 'with'")
         events = check_events(events, self.sensor_size)
-        label = _int("label", label)
+        label = _label("label", label)
         start, stop = self._offsets[-1], self._offsets[-1] + len(events)
         for name in FIELDS:
             dataset = self._file["events"][name]
@@ -109,11 +157,12 @@ class EventWriter:
             dataset[start:stop] = events[name]
         self._offsets.append(stop)
         self._labels.append(label)
+        self._checksums.append(checksum(events))
 
     def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
         try:
             if kind is None:
-                _finish(self._file, self._offsets, self._labels, self.sensor_size)
+                _finish(self._file, self._offsets, self._labels, self.sensor_size, self._checksums)
         finally:
             self._file.close()
             self._file = None
@@ -123,9 +172,24 @@ class EventWriter:
             self._temporary.unlink(missing_ok=True)
 
 
-def _finish(file: Any, offsets: Sequence[int], labels: Sequence[int], sensor_size: tuple[int, int, int]) -> None:
+def checksum(events: np.ndarray) -> int:
+    """CRC-32 of a stream's columns (x, y, t, p in turn), as stored in a file's ``checksums``."""
+    value = 0
+    for name in FIELDS:
+        value = zlib.crc32(np.ascontiguousarray(events[name]).view(np.uint8), value)
+    return value
+
+
+def _finish(
+    file: Any,
+    offsets: Sequence[int],
+    labels: Sequence[int],
+    sensor_size: tuple[int, int, int],
+    checksums: Sequence[int],
+) -> None:
     file.create_dataset("offsets", data=np.asarray(offsets, dtype=np.int64))
     file.create_dataset("labels", data=np.asarray(labels, dtype=np.int64))
+    file.create_dataset("checksums", data=np.asarray(checksums, dtype=np.uint32))
     file.attrs["format"] = FORMAT
     file.attrs["version"] = VERSION
     file.attrs["sensor_size"] = np.asarray(sensor_size, dtype=np.int64)
@@ -144,20 +208,21 @@ def save_events(
     Uncompressed files are contiguous (memory-mappable); ``compression='gzip'`` or ``'lzf'``
     gives chunked columns.
     """
-    streams = [check_events(s, sensor_size, argument=f"streams[{i}]") for i, s in enumerate(streams)]
+    size = check_sensor_size(sensor_size)
+    path = _file_path(path, existing=False)
+    if isinstance(streams, np.ndarray) and streams.dtype.names is not None:
+        raise invalid("streams", "one event array", "a list of event arrays (wrap one stream in a list)", ShapeError)
+    streams = [check_events(s, size, argument=f"streams[{i}]") for i, s in enumerate(streams)]
     labels = [-1] * len(streams) if labels is None else list(labels)
     if len(labels) != len(streams):
         raise invalid("labels", f"{len(labels)} labels", f"one label per stream ({len(streams)})", ShapeError)
+    labels = [_label(f"labels[{i}]", label) for i, label in enumerate(labels)]
     if compression is not None:
         with EventWriter(path, sensor_size, compression=compression) as writer:
             for events, label in zip(streams, labels, strict=True):
                 writer.append(events, label)
         return Path(path)
     h5py = _h5py()
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise invalid("path", str(path), "a file path inside an existing folder")
-    size = check_sensor_size(sensor_size)
     offsets = np.concatenate([[0], np.cumsum([len(s) for s in streams], dtype=np.int64)])
     joined = np.concatenate(streams) if streams else np.empty(0, dtype=EVENT_DTYPE)
     temporary = _temporary_sibling(path)
@@ -166,7 +231,7 @@ def save_events(
             group = file.create_group("events")
             for name in FIELDS:
                 group.create_dataset(name, data=np.ascontiguousarray(joined[name]))
-            _finish(file, offsets, [int(v) for v in labels], size)
+            _finish(file, offsets, labels, size, [checksum(stream) for stream in streams])
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
@@ -186,24 +251,105 @@ class EventDataset(torch.utils.data.Dataset):
     def __init__(
         self, path: str | os.PathLike, transform: Callable[[np.ndarray], Any] | None = None, *, mmap: bool = True
     ) -> None:
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise invalid("path", str(path), "an existing HDF5 file written by hybridai.events.save_events")
+        self.path = _file_path(path, existing=True)
         self.transform = transform
         self.mmap = bool(mmap)
         h5py = _h5py()
         try:
             with h5py.File(self.path, "r") as file:
-                if file.attrs.get("format") != FORMAT:
-                    raise invalid("path", str(path), f"an HDF5 file in the {FORMAT!r} format (save_events)")
-                self.offsets = file["offsets"][()]
-                self.labels = file["labels"][()]
-                self.sensor_size = tuple(int(v) for v in file.attrs["sensor_size"])
-        except OSError as exc:
-            raise invalid("path", str(path), f"a readable HDF5 file ({exc})") from None
+                self.offsets, self.labels, self.sensor_size = self._check_layout(file)
+        except HybridAIError:
+            raise
+        except _H5_ERRORS as exc:
+            with open(self.path, "rb") as f:
+                head = f.read(8)
+            if head != HDF5_SIGNATURE:
+                shown = "an empty file" if not head else f"a file that starts with {head!r}"
+                raise self._damaged(f"it is not an HDF5 file: it is {shown}") from None
+            raise self._damaged(f"h5py cannot read it ({type(exc).__name__}: {exc})") from None
         self._columns: dict[str, Any] | None = None
         self._file: Any = None
         self._pid: int | None = None
+
+    def _damaged(self, what: str) -> EventFileError:
+        return EventFileError(
+            f"event file {str(self.path)!r} is damaged or not an event file: {what}; "
+            "accepted: a file written by hybridai.events.save_events or EventWriter"
+        )
+
+    def _check_layout(self, file: Any) -> tuple[np.ndarray, np.ndarray, tuple[int, int, int]]:
+        """Offsets, labels and sensor size of an open file, after checking everything but the events."""
+        form = file.attrs.get("format")
+        form = form.decode() if isinstance(form, bytes) else form
+        if form != FORMAT:
+            raise invalid("path", str(self.path), f"an HDF5 file in the {FORMAT!r} format (save_events)")
+        version = file.attrs.get("version")
+        if version is None or np.ndim(version) != 0 or version != VERSION:
+            shown = version.item() if isinstance(version, np.generic) else version
+            raise self._damaged(f"format version {shown!r}, where this hybridai reads version {VERSION}")
+        if "sensor_size" not in file.attrs:
+            raise self._damaged("the 'sensor_size' attribute is missing")
+        raw_size = np.asarray(file.attrs["sensor_size"])
+        try:
+            if raw_size.dtype.kind not in "iu":
+                raise ConfigError("not integers")
+            sensor_size = check_sensor_size(tuple(int(v) for v in raw_size.reshape(-1)))
+        except HybridAIError:
+            raise self._damaged(
+                f"sensor_size={raw_size.tolist()!r}, where (width, height, polarities) with positive ints is expected"
+            ) from None
+        group = file.get("events")
+        if group is None or not hasattr(group, "keys"):
+            raise self._damaged("the 'events' group is missing")
+        lengths = {}
+        for name in FIELDS:
+            column = group.get(name)
+            if column is None or not hasattr(column, "dtype"):
+                raise self._damaged(f"the column 'events/{name}' is missing")
+            if column.ndim != 1 or column.dtype != EVENT_DTYPE[name]:
+                raise self._damaged(
+                    f"the column 'events/{name}' has dtype {column.dtype} and shape {column.shape}, "
+                    f"where 1-D {EVENT_DTYPE[name]} is expected"
+                )
+            lengths[name] = column.shape[0]
+        if len(set(lengths.values())) != 1:
+            raise self._damaged(f"the columns have different lengths {lengths}")
+        n_events = lengths["x"]
+        arrays = {}
+        for name in ("offsets", "labels"):
+            dataset = file.get(name)
+            if dataset is None or not hasattr(dataset, "dtype"):
+                raise self._damaged(f"the dataset '{name}' is missing")
+            if dataset.ndim != 1 or dataset.dtype.kind not in "iu":
+                raise self._damaged(
+                    f"'{name}' has dtype {dataset.dtype} and shape {dataset.shape}, where 1-D integers are expected"
+                )
+            arrays[name] = dataset[()].astype(np.int64)
+        offsets, labels = arrays["offsets"], arrays["labels"]
+        if len(offsets) != len(labels) + 1:
+            raise self._damaged(
+                f"{len(offsets)} offsets for {len(labels)} labels, where one more offset than labels is expected"
+            )
+        if offsets[0] != 0 or offsets[-1] != n_events:
+            raise self._damaged(
+                f"offsets run from {int(offsets[0])} to {int(offsets[-1])}, where 0 to the number of events "
+                f"({n_events}) is expected"
+            )
+        steps = np.diff(offsets)
+        if (steps < 0).any():
+            i = int(np.argmax(steps < 0))
+            raise self._damaged(f"offsets decrease at stream {i} ({int(offsets[i])} -> {int(offsets[i + 1])})")
+        checksums = file.get("checksums")
+        if checksums is None:  # written before checksums were stored
+            self.checksums = None
+        elif not hasattr(checksums, "dtype") or checksums.shape != labels.shape or checksums.dtype.kind not in "iu":
+            raise self._damaged(
+                f"'checksums' has shape {getattr(checksums, 'shape', None)}, where one integer per stream "
+                f"({len(labels)}) is expected"
+            )
+        else:
+            self.checksums = checksums[()].astype(np.int64)
+        return offsets, labels, sensor_size
 
     @property
     def uses_mmap(self) -> bool:
@@ -214,15 +360,27 @@ class EventDataset(torch.utils.data.Dataset):
         if self._columns is not None and self._pid == os.getpid():
             return self._columns
         h5py = _h5py()
-        self._file = h5py.File(self.path, "r")
-        columns: dict[str, Any] = {}
-        for name in FIELDS:
-            dataset = self._file["events"][name]
-            offset = dataset.id.get_offset() if self.mmap and dataset.chunks is None else None
-            if offset is not None and dataset.shape[0] > 0:
-                columns[name] = np.memmap(self.path, dtype=dataset.dtype, mode="r", offset=offset, shape=dataset.shape)
-            else:
-                columns[name] = dataset
+        try:
+            self._file = h5py.File(self.path, "r")
+            size = self.path.stat().st_size
+            columns: dict[str, Any] = {}
+            for name in FIELDS:
+                dataset = self._file["events"][name]
+                offset = dataset.id.get_offset() if self.mmap and dataset.chunks is None else None
+                if offset is not None and dataset.shape[0] > 0:
+                    if offset + dataset.dtype.itemsize * dataset.shape[0] > size:
+                        raise self._damaged(f"the column 'events/{name}' runs past the end of the file (truncated)")
+                    columns[name] = np.memmap(
+                        self.path, dtype=dataset.dtype, mode="r", offset=offset, shape=dataset.shape
+                    )
+                else:
+                    columns[name] = dataset
+        except HybridAIError:
+            self._close_file()
+            raise
+        except _H5_ERRORS as exc:
+            self._close_file()
+            raise self._damaged(f"h5py cannot open its columns ({type(exc).__name__}: {exc})") from None
         self._columns, self._pid = columns, os.getpid()
         return columns
 
@@ -238,9 +396,20 @@ class EventDataset(torch.utils.data.Dataset):
         start, stop = int(self.offsets[index]), int(self.offsets[index + 1])
         columns = self._open()
         events = np.empty(stop - start, dtype=EVENT_DTYPE)
-        for name in FIELDS:
-            events[name] = columns[name][start:stop]
-        return events
+        try:
+            for name in FIELDS:
+                events[name] = columns[name][start:stop]
+        except _H5_ERRORS as exc:  # a failed checksum or decompression of a chunk
+            self.close()
+            raise self._damaged(f"stream {index} cannot be read ({type(exc).__name__}: {exc})") from None
+        if self.checksums is not None and checksum(events) != self.checksums[index]:
+            self.close()
+            raise self._damaged(f"stream {index} fails its CRC-32 checksum (its bytes changed after it was written)")
+        try:
+            return check_events(events, self.sensor_size, argument="events")
+        except HybridAIError as exc:
+            self.close()
+            raise self._damaged(f"stream {index} holds invalid events ({exc})") from None
 
     def __getitem__(self, index: int) -> tuple[Any, int]:
         events = self.events(index)
@@ -250,6 +419,11 @@ class EventDataset(torch.utils.data.Dataset):
     def close(self) -> None:
         """Close the file handle of this process (reopened on the next read)."""
         if self._file is not None and self._pid == os.getpid():
+            self._file.close()
+        self._file, self._columns, self._pid = None, None, None
+
+    def _close_file(self) -> None:
+        if self._file is not None:
             self._file.close()
         self._file, self._columns, self._pid = None, None, None
 
@@ -271,7 +445,7 @@ def pad_collate(batch: Sequence[tuple[Any, int]]) -> tuple[torch.Tensor, torch.T
     if any(not isinstance(item, tuple | list) or len(item) != 2 for item in batch):
         raise invalid("batch", type(batch[0]).__name__, "(data, label) pairs", ShapeError)
     items, labels = zip(*batch, strict=True)
-    label_tensor = torch.as_tensor(np.asarray(labels, dtype=np.int64))
+    label_tensor = torch.tensor([_label(f"batch[{i}] label", label) for i, label in enumerate(labels)])
     lengths = torch.tensor([len(item) for item in items], dtype=torch.int64)
     if all(isinstance(item, np.ndarray) and item.dtype.names is not None for item in items):
         padded = torch.full((len(items), int(lengths.max()), 4), -1, dtype=torch.int64)

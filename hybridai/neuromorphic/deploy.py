@@ -9,10 +9,12 @@ constants are printed with their sources.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -67,7 +69,7 @@ class Deployment:
         self.model.eval()
         try:
             with torch.no_grad():
-                reference = self.model(x)
+                reference = self.model(_in_model_dtype(self.model, x))
         finally:
             self.model.train(training)
         if not torch.is_tensor(reference):
@@ -86,6 +88,38 @@ class Deployment:
         )
 
 
+def _in_model_dtype(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``x`` in the float model's dtype: a chip takes spike counts of any integer or float dtype, the float model
+    the dtype of its parameters (counts are whole numbers, exact in any float dtype that holds them)."""
+    param = next(model.parameters(), None)
+    if param is None or not param.is_floating_point() or x.dtype == param.dtype or x.is_complex():
+        return x
+    return x.to(param.dtype)
+
+
+def _check_labels(labels: Any, samples: int, classes: int, device: torch.device) -> torch.Tensor:
+    """``labels`` as an int64 tensor ``[samples]`` of class indices in ``[0, classes)``, else a ConfigError naming
+    them (a float dtype is taken when it holds whole numbers, as a label file saved from numpy may)."""
+    accepted = f"one class index in [0, {classes - 1}] per sample: a tensor of shape ({samples},) holding integers"
+    if not torch.is_tensor(labels):
+        if not isinstance(labels, list | tuple | np.ndarray):
+            raise invalid("labels", type(labels).__name__, accepted)
+        values = np.asarray(labels, dtype=object)
+        real = all(isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_) for v in values)
+        if values.ndim != 1 or not real or not all(-(2**62) < v < 2**62 for v in values):  # NaN compares False
+            raise invalid("labels", labels, accepted)
+        labels = torch.tensor([int(v) if isinstance(v, numbers.Integral) else float(v) for v in values])
+    if tuple(labels.shape) != (samples,):
+        raise invalid("labels.shape", tuple(labels.shape), accepted)
+    if labels.is_complex() or labels.dtype == torch.bool:
+        raise invalid("labels.dtype", labels.dtype, accepted)
+    if labels.is_floating_point() and not bool((labels == labels.round()).all()):  # NaN fails; inf fails the range
+        raise invalid("labels", "a tensor with non-integer values", accepted)
+    if samples and (float(labels.min()) < 0 or float(labels.max()) >= classes):
+        raise invalid("labels", f"tensor with range [{float(labels.min()):g}, {float(labels.max()):g}]", accepted)
+    return labels.to(device=device, dtype=torch.int64)
+
+
 def _agreement(reference: torch.Tensor, got: torch.Tensor, labels: torch.Tensor | None) -> dict[str, float]:
     ref, out = reference.double(), got.double()
     result = {
@@ -98,9 +132,7 @@ def _agreement(reference: torch.Tensor, got: torch.Tensor, labels: torch.Tensor 
         predicted, expected = out.argmax(1), ref.argmax(1)
         result["prediction agreement"] = float((predicted == expected).double().mean())
         if labels is not None:
-            labels = torch.as_tensor(labels, device=ref.device)
-            if labels.shape != (ref.shape[0],):
-                raise invalid("labels.shape", tuple(labels.shape), f"one label per sample: ({ref.shape[0]},)")
+            labels = _check_labels(labels, ref.shape[0], ref.shape[1], ref.device)
             result["accuracy, float model"] = float((expected == labels).double().mean())
             result["accuracy, chip"] = float((predicted == labels).double().mean())
     elif set(ref.unique().tolist()) <= {0.0, 1.0}:  # spikes [T, B, ...]

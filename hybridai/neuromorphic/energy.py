@@ -9,10 +9,13 @@ counts multiply-accumulates and prices them per operation.
 
 from __future__ import annotations
 
-import math
+import numbers
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from hybridai.core.errors import invalid
 from hybridai.neuromorphic.activity import ChipRun
@@ -75,11 +78,14 @@ def energy_model(family: str, constants: Mapping[str, Any] | None = None) -> Ene
         return PUBLISHED.get(family)
     if not isinstance(constants, Mapping):
         raise invalid("energy", constants, f"a dict mapping {EVENTS} to joules per event or (joules, source)")
-    unknown = sorted(set(constants) - set(EVENTS))
+    unknown = sorted((k for k in constants if not isinstance(k, str) or k not in EVENTS), key=repr)
     missing = [e for e in EVENTS[:3] if e not in constants]
     if unknown or missing:
+        found = [f"missing {missing}" if missing else "", f"unknown {unknown}" if unknown else ""]
         raise invalid(
-            "energy", dict(constants), f"keys {EVENTS[:3]} (required) and 'spike' (optional); got extra {unknown}"
+            "energy",
+            dict(constants),
+            f"keys {EVENTS[:3]} (required) and 'spike' (optional); {' and '.join(f for f in found if f)}",
         )
     parsed = {e: _constant(e, v) for e, v in constants.items()}
     return EnergyModel(chip=f"{family} (user-supplied)", note="constants supplied by the user", **parsed)
@@ -87,9 +93,12 @@ def energy_model(family: str, constants: Mapping[str, Any] | None = None) -> Ene
 
 def _constant(event: str, value: Any) -> Constant:
     joules, source = value if isinstance(value, tuple | list) and len(value) == 2 else (value, "user-supplied")
-    if isinstance(joules, bool) or not isinstance(joules, int | float) or not math.isfinite(joules) or joules < 0:
-        raise invalid(f"energy[{event!r}]", value, "joules per event: a finite number >= 0, or (joules, source)")
-    return Constant(float(joules), str(source))
+    accepted = "joules per event: a finite number >= 0, or (joules, source) with source a str"
+    real = isinstance(joules, numbers.Real) and not isinstance(joules, bool | np.bool_)
+    # compared before float(): an int beyond float's range would overflow, a NaN fails every comparison
+    if not real or not 0 <= joules <= sys.float_info.max or not isinstance(source, str):
+        raise invalid(f"energy[{event!r}]", value, accepted)
+    return Constant(float(joules), source)
 
 
 @dataclass(frozen=True)

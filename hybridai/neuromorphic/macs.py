@@ -7,7 +7,9 @@ import math
 import torch
 from torch import nn
 
-from hybridai.core.errors import ShapeError, invalid, positive_int
+from hybridai.core.errors import ResourceLimitError, ShapeError, invalid, positive_int
+
+MAX_SAMPLE_VALUES = 2**28  # 1 GiB of float32
 
 
 def dense_macs(model: nn.Module, input_shape: tuple[int, ...]) -> int:
@@ -23,6 +25,11 @@ def dense_macs(model: nn.Module, input_shape: tuple[int, ...]) -> int:
         raise invalid("input_shape", input_shape, "a tuple of positive ints, the per-sample shape")
     for i, size in enumerate(input_shape):
         positive_int(f"input_shape[{i}]", size)
+    if math.prod(input_shape) > MAX_SAMPLE_VALUES:  # one zero sample is allocated and run: refused before that
+        raise ResourceLimitError(
+            f"input_shape={tuple(input_shape)} is not valid: one sample of {math.prod(input_shape):,} values would be "
+            f"allocated and run; accepted: at most {MAX_SAMPLE_VALUES:,} values per sample (2^28)"
+        )
     total = 0
 
     def hook(module: nn.Module, _inputs: tuple, output: torch.Tensor) -> None:
@@ -41,7 +48,10 @@ def dense_macs(model: nn.Module, input_shape: tuple[int, ...]) -> int:
         with torch.no_grad():
             model(x if param is None else x.to(param.dtype))
     except RuntimeError as exc:
-        raise ShapeError(f"input_shape={tuple(input_shape)} does not fit the model: {exc}") from None
+        raise ShapeError(
+            f"input_shape={tuple(input_shape)} is not valid; accepted: the per-sample shape the model takes "
+            f"(one zero sample of this shape failed: {exc})"
+        ) from None
     finally:
         model.train(was_training)
         for h in handles:

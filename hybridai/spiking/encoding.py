@@ -33,6 +33,14 @@ def _finite_number(argument: str, value: Any, *, positive: bool = False) -> floa
     return float(value)
 
 
+SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed takes seeds up to an unsigned 64-bit int
+
+
+def _seed(value: Any) -> int:
+    """A seed torch's generators accept: an int in [0, 2**64 - 1] (numpy ints too, not a bool)."""
+    return bounded_int("seed", value, 0, SEED_MAX)
+
+
 def _check_static(x: Any, argument: str = "x") -> torch.Tensor:
     """A non-time-major input ``[B, ...]`` with finite floating values."""
     if not torch.is_tensor(x):
@@ -71,23 +79,24 @@ class RateEncoder(_Encoder):
     """Rate (Bernoulli/Poisson) coding: ``[B, ...]`` values -> ``[T, B, ...]`` spikes.
 
     At each of ``num_steps`` steps a neuron spikes with probability ``p = gain * x``, which
-    must lie in [0, 1] (``clamp=True`` clips instead of raising). Seeded: ``seed`` starts the
-    encoder's own generator; ``reseed()`` restarts it. Gradients pass straight through
-    (d spike / d x = gain per step), so layers before the encoder still train.
+    must lie in [0, 1] (``clamp=True`` clips instead of raising). Seeded: ``seed`` (an int in
+    [0, 2**64 - 1], the range torch's generators take) starts the encoder's own generator;
+    ``reseed()`` restarts it. Gradients pass straight through (d spike / d x = gain per step),
+    so layers before the encoder still train.
     """
 
     def __init__(self, num_steps: int, *, gain: float = 1.0, seed: int = 0, clamp: bool = False) -> None:
         super().__init__()
         self.num_steps = positive_int("num_steps", num_steps)
         self.gain = _finite_number("gain", gain, positive=True)
-        self.seed = bounded_int("seed", seed)
+        self.seed = _seed(seed)
         self.clamp = bool(clamp)
         self._generators: dict[str, torch.Generator] = {}
 
     def reseed(self, seed: int | None = None) -> None:
         """Restart the random stream (from ``seed``, or the constructor's seed)."""
         if seed is not None:
-            self.seed = seed
+            self.seed = _seed(seed)
         self._generators.clear()
 
     def _generator(self, device: torch.device) -> torch.Generator:

@@ -17,8 +17,11 @@ inputs; see ``hybridai.core.precision``): a membrane integrated over many steps 
 from __future__ import annotations
 
 import math
+import numbers
+import sys
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -32,23 +35,61 @@ RESETS = ("subtract", "zero")
 OUTPUTS = ("spikes", "membrane", "both")
 
 
-def _parameter_tensor(argument: str, value: Any, low: float | None = None, high: float | None = None) -> torch.Tensor:
-    """A float32 tensor (scalar or per neuron) checked to be finite and inside [low, high]."""
-    if isinstance(value, bool) or not (isinstance(value, int | float) or torch.is_tensor(value)):
-        raise invalid(argument, value, "a number or a tensor of per-neuron values")
-    tensor = torch.as_tensor(value).detach().clone()
+def _finite_float(value: Any) -> float | None:
+    """``value`` as a finite float if it is a real number (not a bool) that fits one, else None."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        return None
+    if isinstance(value, numbers.Integral) and abs(value) > sys.float_info.max:  # float() would overflow
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _parameter_tensor(
+    argument: str, value: Any, low: float | None = None, high: float | None = None, *, positive: bool = False
+) -> torch.Tensor:
+    """A float tensor (scalar or per neuron) checked to be finite and inside [low, high] (``positive``: > 0)."""
+    bounds = f" in [{low}, {high}]" if low is not None and high is not None else " > 0" if positive else ""
+    if torch.is_tensor(value):
+        if value.is_complex() or value.dtype == torch.bool or value.numel() == 0:
+            shown = f"tensor of dtype {value.dtype} and shape {tuple(value.shape)}"
+            raise invalid(argument, shown, f"a number or a non-empty real tensor of per-neuron values{bounds}")
+        tensor = value.detach().clone()
+    else:
+        number = _finite_float(value)
+        if number is None:
+            accepted = "a number or a tensor of per-neuron values"
+            if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
+                accepted = f"a finite number{bounds}, or a tensor of per-neuron values"
+            raise invalid(argument, value, accepted)
+        tensor = torch.tensor(number)
     tensor = tensor.to(torch.get_default_dtype()) if not tensor.is_floating_point() else tensor
-    bounds = f" in [{low}, {high}]" if low is not None and high is not None else ""
-    if tensor.numel() == 0 or not torch.isfinite(tensor).all():
-        raise invalid(argument, value, f"finite values{bounds}")
+    shown = _shown(tensor) if torch.is_tensor(value) else value
+    stored = None if torch.is_tensor(value) else tensor.item()
+    if stored is not None and stored in (0.0, math.inf, -math.inf) and stored != float(value):  # 1e300, 1e-50
+        bounds += f" once stored as {tensor.dtype} (where {value!r} is {tensor.item()!r})"
+    if not torch.isfinite(tensor).all():
+        raise invalid(argument, shown, f"finite values{bounds}")
     if (low is not None and (tensor < low).any()) or (high is not None and (tensor > high).any()):
-        shown = tensor.item() if tensor.numel() == 1 else f"tensor with range [{tensor.min():.4g}, {tensor.max():.4g}]"
         raise invalid(argument, shown, f"values{bounds}")
+    if positive and (tensor <= 0).any():
+        raise invalid(
+            argument,
+            shown,
+            f"values{bounds} (a threshold <= 0 makes a neuron fire at every step, whatever its input)",
+        )
     return tensor
 
 
+def _shown(tensor: torch.Tensor) -> Any:
+    """A parameter tensor as an error message shows it: its value, or its range when it has several."""
+    if tensor.numel() == 1:
+        return tensor.item()
+    return f"tensor with range [{tensor.min():.4g}, {tensor.max():.4g}]"
+
+
 def _check_choice(argument: str, value: Any, choices: tuple[str, ...]) -> str:
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:
         raise invalid(argument, value, f"one of {choices}")
     return value
 
@@ -58,9 +99,10 @@ def _working_dtype(layer: Any, incoming: torch.dtype) -> torch.dtype:
 
 
 def _check_dt(dt: Any) -> float:
-    if isinstance(dt, bool) or not isinstance(dt, int | float) or not math.isfinite(dt) or dt <= 0:
-        raise invalid("dt", dt, "a positive number of seconds per time step, e.g. 1e-3")
-    return float(dt)
+    seconds = _finite_float(dt)
+    if seconds is None or seconds <= 0:
+        raise invalid("dt", dt, "a positive finite number of seconds per time step, e.g. 1e-3")
+    return seconds
 
 
 def check_time_major(x: Any, argument: str = "x") -> torch.Tensor:
@@ -115,10 +157,10 @@ class _SpikingLayer(HybridModule):
         self.surrogate = make_surrogate(surrogate)
         self.stateful = bool(stateful)
         self.dt = _check_dt(dt)
-        self._register("threshold", _parameter_tensor("threshold", threshold), learn_threshold)
+        self._register("threshold", _parameter_tensor("threshold", threshold, positive=True), learn_threshold)
         self.state: Any = None
         self.n_neurons: int | None = None
-        self.set_backend(backend or self.default_backend)
+        self.set_backend(self.default_backend if backend is None else backend)
 
     def _register(self, name: str, tensor: torch.Tensor, learn: bool) -> None:
         if learn:
@@ -135,6 +177,14 @@ class _SpikingLayer(HybridModule):
         tensors = []
         for name in names:
             tensor = getattr(self, name)
+            if tensor.device != x.device:
+                raise invalid(
+                    "x.device",
+                    str(x.device),
+                    f"the device of the layer's {name} ({tensor.device}); move the layer with .to({str(x.device)!r}) "
+                    "or the input with .to(...)",
+                    ShapeError,
+                )
             try:
                 shape = torch.broadcast_shapes(tensor.shape, features)
             except RuntimeError:
@@ -144,8 +194,11 @@ class _SpikingLayer(HybridModule):
                     f"{name} has shape {tuple(tensor.shape)} but the input x has shape {tuple(x.shape)}; "
                     f"accepted: a {name} that broadcasts to the neuron shape {features} (a scalar or per neuron)"
                 )
-            if not torch.isfinite(tensor).all():
-                raise invalid(name, tensor.detach().cpu().tolist(), "finite values")
+            if name == "threshold":  # learnt thresholds can be trained below 0: then every neuron fires every step
+                if not bool(((tensor > 0) & (tensor < math.inf)).all()):
+                    raise invalid(name, _shown(tensor.detach()), "finite values > 0 (a threshold <= 0 fires always)")
+            elif not torch.isfinite(tensor).all():
+                raise invalid(name, _shown(tensor.detach()), "finite values")
             tensors.append(tensor.to(x.dtype))
         return tensors
 
@@ -162,6 +215,10 @@ class _SpikingLayer(HybridModule):
         if not isinstance(parts, tuple | list) or len(parts) != n_states or not all(torch.is_tensor(p) for p in parts):
             raise invalid(source, type(given).__name__, f"{accepted}{shape}", ShapeError)
         for part in parts:
+            if part.device != x.device:
+                raise invalid(f"{source} device", str(part.device), f"the device of x ({x.device})", ShapeError)
+            if part.is_complex():
+                raise invalid(f"{source} dtype", part.dtype, "a real dtype (the dtype of x)", ShapeError)
             if tuple(part.shape) != shape:
                 raise invalid(
                     f"{source} shape",
@@ -176,12 +233,26 @@ class _SpikingLayer(HybridModule):
         return self.recompute_steps, self.output != "spikes"
 
     def _finish(
-        self, x: torch.Tensor, spikes: torch.Tensor, mem: torch.Tensor, last_mem: torch.Tensor, final_state: Any
+        self,
+        x: torch.Tensor,
+        spikes: torch.Tensor,
+        mem: torch.Tensor,
+        last_mem: torch.Tensor,
+        final_state: Any,
+        initial: list[torch.Tensor] | None = None,
     ) -> Any:
-        if not torch.isfinite(last_mem).all():  # a NaN or inf anywhere in x persists to the last step
+        if not torch.isfinite(last_mem).all():  # a NaN or inf anywhere in x or the state persists to the last step
             step = _first_non_finite_step(x)
-            where = f" at time step {step}" if step is not None else " (in the carried or given state)"
-            raise ConfigError(f"x contains NaN or inf{where}; accepted: finite values")
+            if step is not None:
+                raise ConfigError(f"x contains NaN or inf at time step {step}; accepted: finite values")
+            if initial is not None and not all(bool(torch.isfinite(s).all()) for s in initial):
+                raise invalid("state", "a tensor containing NaN or inf", "finite values")
+            largest = float(x.detach().abs().max())
+            raise invalid(
+                "x",
+                f"a tensor with |values| up to {largest:.4g}",
+                f"inputs whose membrane stays finite in {x.dtype} (it overflowed to inf)",
+            )
         self.n_neurons = math.prod(x.shape[2:])
         if self.stateful:
             self.state = final_state
@@ -220,7 +291,8 @@ class LIF(_SpikingLayer):
     Args:
         beta: membrane decay per step in [0, 1] (scalar or per neuron); clamped to [0, 1]
             when learnt, as snnTorch does.
-        threshold: firing threshold (membrane units; scalar or per neuron).
+        threshold: firing threshold > 0 (membrane units; scalar or per neuron). A threshold <= 0 (given, or
+            learnt down to it) is refused: every neuron would fire at every step whatever its input.
         reset: ``"subtract"`` or ``"zero"``.
         surrogate: ``"atan"`` (default, alpha=2), ``"fast_sigmoid"`` (slope=25),
             or an instance from ``hybridai.spiking.surrogate`` with other constants.
@@ -275,7 +347,7 @@ class LIF(_SpikingLayer):
         spikes, mem, last = LIFFunction.apply(
             x, beta.clamp(0, 1), threshold, mem0, self.reset == "zero", self.surrogate, *self._chunking()
         )
-        return self._finish(x, spikes, mem, last, last.detach() if self.stateful else None)
+        return self._finish(x, spikes, mem, last, last.detach() if self.stateful else None, [mem0])
 
 
 class CUBA(_SpikingLayer):
@@ -335,4 +407,4 @@ class CUBA(_SpikingLayer):
             *self._chunking(),
         )
         final = (syn_last.detach().clone(), last.detach()) if self.stateful else None
-        return self._finish(x, spikes, mem, last, final)
+        return self._finish(x, spikes, mem, last, final, [syn0, mem0])

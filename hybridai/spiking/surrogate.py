@@ -9,7 +9,10 @@ a surrogate only replaces dS/dU in the backward pass. Each class computes
 from __future__ import annotations
 
 import math
+import numbers
+import sys
 
+import numpy as np
 import torch
 
 from hybridai.core.errors import invalid
@@ -42,9 +45,13 @@ class Surrogate:
 
 
 def _positive(argument: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+    if not real or (isinstance(value, numbers.Integral) and abs(value) > sys.float_info.max):  # float() overflows
         raise invalid(argument, value, "a positive finite number")
-    return float(value)
+    number = float(value)
+    if not math.isfinite(number) or number <= 0:
+        raise invalid(argument, value, "a positive finite number")
+    return number
 
 
 class ATan(Surrogate):

@@ -92,7 +92,9 @@ def test_bad_paths_and_arguments(tmp_path, data_set):
     with pytest.raises(ConfigError, match="path=.*existing HDF5 file"):
         events.EventDataset(tmp_path / "missing.h5")
     (tmp_path / "junk.h5").write_bytes(b"not hdf5")
-    with pytest.raises(ConfigError, match="readable HDF5"):
+    with pytest.raises(
+        events.EventFileError, match=r"junk.h5.*not an HDF5 file: it is a file that starts with b'not hdf5'"
+    ):
         events.EventDataset(tmp_path / "junk.h5")
     with pytest.raises(ShapeError, match="one label per stream"):
         events.save_events(tmp_path / "x.h5", streams, labels[:2], sensor_size=SENSOR)

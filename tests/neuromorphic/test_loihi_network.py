@@ -35,6 +35,14 @@ def cuba_net(seed: int = 0) -> nn.Sequential:
     )
 
 
+def learnt_threshold(value: float) -> LIF:
+    """A LIF layer whose learnt threshold was trained to ``value`` (the constructor refuses thresholds <= 0)."""
+    layer = LIF(reset="zero", learn_threshold=True)
+    with torch.no_grad():
+        layer.threshold.fill_(value)
+    return layer
+
+
 def trained(model: nn.Module, x: torch.Tensor, steps: int = 15) -> nn.Module:
     """A few Adam steps on the float model toward 2 spikes per output neuron (a network that has learnt)."""
     opt = torch.optim.Adam(model.parameters(), lr=0.02)
@@ -102,7 +110,8 @@ def test_weight_exponent_keeps_registers_and_inputs_in_range():
         (nn.Sequential(SpikeCountDecoder()), r"model\[0\]='SpikeCountDecoder'.*decoder only as the last"),
         (nn.Sequential(nn.Linear(3, 2), LIF(reset="zero"), nn.Linear(5, 2), LIF(reset="zero")),
          r"model\[2\].in_features=5.*2"),
-        (nn.Sequential(nn.Linear(3, 2), LIF(reset="zero", threshold=-1.0)), r"threshold=-1.0.*>= 0"),
+        (nn.Sequential(nn.Linear(3, 2), learnt_threshold(-1.0)), r"threshold=-1.0.*> 0"),
+        (nn.Sequential(nn.Linear(3, 2), learnt_threshold(0.0)), r"threshold=0.0.*> 0"),
         ("not a model", r"model='str'.*nn.Sequential"),
     ],
 )  # fmt: skip

@@ -35,6 +35,14 @@ def _linear(n_in: int, n_out: int, scale: float = 1.0, seed: int = 0, bias: bool
     return layer
 
 
+def _learnt_threshold(value: float) -> LIF:
+    """A LIF layer whose learnt threshold was trained to ``value`` (the constructor refuses thresholds <= 0)."""
+    layer = LIF(0.9, reset="zero", learn_threshold=True)
+    with torch.no_grad():
+        layer.threshold.fill_(value)
+    return layer
+
+
 def _compile(model: nn.Module, **options) -> NengoNetwork:
     return backends.get("nengo", **options).compile(model)
 
@@ -232,7 +240,7 @@ def test_capabilities_are_honest_and_the_suite_passes():
         (nn.Sequential(nn.Linear(3, 4), nn.Tanh()), ["model[1]", "Tanh", "hybridai.LIF"]),
         (nn.Sequential(nn.Linear(3, 4), LIF(torch.tensor([0.5, 0.6, 0.7, 0.8]), reset="zero")), ["beta", "per-neuron"]),
         (nn.Sequential(nn.Linear(3, 4), LIF(1.0, reset="zero")), ["beta", "1.0", "[0, 1)"]),
-        (nn.Sequential(nn.Linear(3, 4), LIF(0.9, threshold=-1.0, reset="zero")), ["threshold", "> 0"]),
+        (nn.Sequential(nn.Linear(3, 4), _learnt_threshold(-1.0)), ["threshold", "-1.0", "> 0"]),
         (nn.Sequential(nn.Linear(3, 4), LIF(0.9, reset="zero", output="both")), ["output", "'both'"]),
         (
             nn.Sequential(

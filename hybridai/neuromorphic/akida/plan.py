@@ -20,9 +20,11 @@ torch layout (NCHW, torch's flatten order); ``engine`` converts.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -92,14 +94,19 @@ class AkidaIntegerNetwork:
         return self.layers[-1].out_scale
 
 
+def _is_int(value: Any) -> bool:
+    """An int (Python or numpy), not a bool: compared with ``==`` safely (a tensor or array is not)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
 def check_formats(input_bits: Any, activation_bits: Any, output_bits: Any, weight_bits: Any) -> tuple[int, int, int]:
     """``(input_bits, activation_bits, output_bits)`` as ints, or a ConfigError naming the first value Akida
     cannot take (bits in ``BITS``; weights 8 only)."""
     named = {"input_bits": input_bits, "activation_bits": activation_bits, "output_bits": output_bits}
     for argument, value in named.items():
-        if isinstance(value, bool) or value not in BITS:
+        if not _is_int(value) or value not in BITS:
             raise invalid(argument, value, f"one of {BITS}")
-    if isinstance(weight_bits, bool) or weight_bits != 8:
+    if not _is_int(weight_bits) or weight_bits != 8:
         raise invalid("weight_bits", weight_bits, "8 (Akida v2 layers store int8 weights)")
     return int(input_bits), int(activation_bits), int(output_bits)
 
@@ -230,6 +237,15 @@ def check_model(model: nn.Module) -> None:
     _parse(model)
 
 
+def _check_parameters(found: list[_Block]) -> None:
+    """Every weight and bias finite (a NaN has no integer code), else a ConfigError naming the layer."""
+    for block in found:
+        for name in ("weight", "bias"):
+            tensor = getattr(block.module, name, None)
+            if tensor is not None and not bool(torch.isfinite(tensor.detach()).all()):
+                raise invalid(f"layer {block.name} {name}", "a tensor containing NaN or inf", "finite values")
+
+
 def _float_activations(graph: LayerGraph, x: torch.Tensor, found: list[_Block]) -> list[torch.Tensor]:
     """The float output of each block (after its ReLU and pooling) on the calibration batch: the graph's
     layers run in order (the skipped Identity and Dropout are no-ops at inference)."""
@@ -297,6 +313,7 @@ def quantize(
     """
     input_bits, activation_bits, output_bits = check_formats(input_bits, activation_bits, output_bits, weight_bits)
     graph, found = _parse(model)
+    _check_parameters(found)
     calibration = _check_calibration(model, calibration, found[0])
     try:
         acts = _float_activations(graph, calibration, found)
@@ -324,6 +341,8 @@ def _check_calibration(model: nn.Module, calibration: Any, first: _Block) -> tor
             f"calibration has shape {tuple(calibration.shape)}; accepted: a non-empty batch of rank {want_rank} "
             f"({'[N, C, H, W]' if want_rank == 4 else '[N, F]'}) for layer {first.name}"
         )
+    if not bool(torch.isfinite(calibration).all()):
+        raise invalid("calibration", "a tensor containing NaN or inf", "finite values (activation ranges come from it)")
     param = next(model.parameters())
     return calibration.detach().to(device=param.device, dtype=param.dtype)
 
@@ -433,8 +452,12 @@ def _geometry(block: _Block, shape: tuple[int, ...]) -> dict[str, Any]:
 
 def quantize_input(net: AkidaIntegerNetwork, x: torch.Tensor) -> torch.Tensor:
     """Input codes (int64, torch layout) of a float batch: ``round(x / input_scale)`` clipped to the input range."""
-    if not torch.is_tensor(x) or tuple(x.shape[1:]) != net.input_shape or x.dim() != len(net.input_shape) + 1:
-        got = tuple(x.shape) if torch.is_tensor(x) else type(x).__name__
-        raise ShapeError(f"x has shape {got}; accepted: a float tensor [B, {', '.join(map(str, net.input_shape))}]")
+    shape = tuple(x.shape) if torch.is_tensor(x) else None
+    if shape is None or shape[1:] != net.input_shape or len(shape) != len(net.input_shape) + 1 or shape[0] == 0:
+        got = shape if shape is not None else type(x).__name__
+        sizes = ", ".join(map(str, net.input_shape))
+        raise ShapeError(f"x has shape {got}; accepted: a float tensor [B, {sizes}] with B >= 1")
+    if x.is_complex() or not bool(torch.isfinite(x).all()):
+        raise invalid("x", "a tensor containing NaN, inf or complex values", "finite real values", ShapeError)
     low, high = (-127, 127) if net.input_signed else (0, 2**net.input_bits - 1)
     return _round_half_up(x.detach().to(torch.float64) / net.input_scale).clamp(low, high).to(torch.int64)

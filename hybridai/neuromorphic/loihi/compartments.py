@@ -32,10 +32,12 @@ Quantizing trained models (``plan``), synapses (``synapses``) and fake-quantized
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 from hybridai.core.errors import ShapeError, invalid
@@ -59,22 +61,26 @@ RANGES: dict[str, tuple[int, int]] = {
 
 
 def _register_tensor(name: str, value: Any) -> torch.Tensor:
+    """Register ``name`` as an int64 tensor (scalar or per compartment), or a ConfigError naming the register, the
+    value and its range (checked before any conversion: an int beyond int64 or an unsigned tensor never wraps)."""
     low, high = RANGES[name]
     accepted = f"an int or integer tensor (per compartment) in [{low}, {high}]"
-    if isinstance(value, bool) or not (isinstance(value, int) or torch.is_tensor(value)):
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_):
+        if not low <= value <= high:
+            raise invalid(name, value, accepted)
+        return torch.tensor(int(value), dtype=torch.int64)
+    if not torch.is_tensor(value):
         raise invalid(name, value, accepted)
-    tensor = torch.as_tensor(value)
-    if tensor.is_floating_point() or tensor.is_complex() or tensor.dtype == torch.bool or tensor.numel() == 0:
-        raise invalid(name, value, accepted)
-    if tensor.ndim > 1:
-        raise invalid(f"{name}.shape", tuple(tensor.shape), "a scalar or one value per compartment (N,)", ShapeError)
-    tensor = tensor.to(torch.int64)
-    if (tensor < low).any() or (tensor > high).any():
-        shown = (
-            tensor.item() if tensor.numel() == 1 else f"tensor with range [{int(tensor.min())}, {int(tensor.max())}]"
-        )
+    if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool or value.numel() == 0:
+        raise invalid(name, f"tensor of dtype {value.dtype} and shape {tuple(value.shape)}", accepted)
+    if value.ndim > 1:
+        raise invalid(f"{name}.shape", tuple(value.shape), "a scalar or one value per compartment (N,)", ShapeError)
+    # every range lies far inside float64's exact integers: the check is exact for any integer dtype
+    wide = value.detach().to(torch.float64)
+    if (wide < low).any() or (wide > high).any():
+        shown = int(value.item()) if value.numel() == 1 else f"tensor with range [{int(wide.min())}, {int(wide.max())}]"
         raise invalid(name, shown, accepted)
-    return tensor
+    return value.detach().to(torch.int64)
 
 
 @dataclass(frozen=True)
@@ -116,7 +122,7 @@ class Trace(NamedTuple):
 
 def check_quirks(quirks: Any) -> str:
     """``quirks`` if it names a rule set, else a ConfigError listing them."""
-    if quirks not in QUIRKS:
+    if not isinstance(quirks, str) or quirks not in QUIRKS:
         raise invalid("quirks", quirks, f"one of {QUIRKS} (nengo-loihi's or Lava's rules where they differ)")
     return quirks
 
@@ -404,7 +410,8 @@ class _Activity:
 
 def check_integer(x: Any, argument: str, *, rank: int | None = 3, non_negative: bool = False) -> torch.Tensor:
     """``x`` as int64 if it holds integers (any dtype whose values are whole numbers), else a ShapeError."""
-    what = "a torch.Tensor of integers" + (f" with {rank} dimensions [T, B, N]" if rank else "")
+    dims = {3: " [T, B, N]", 2: " [N, F]"}.get(rank or 0, "")
+    what = "a torch.Tensor of integers" + (f" with {rank} dimensions{dims}" if rank else "")
     if not torch.is_tensor(x):
         raise invalid(argument, type(x).__name__, what, ShapeError)
     if rank is not None and (x.ndim != rank or 0 in x.shape):
@@ -420,6 +427,12 @@ def check_integer(x: Any, argument: str, *, rank: int | None = 3, non_negative: 
                 "whole numbers (integer spike counts per time bin, e.g. event bins)",
                 ShapeError,
             )
+    if x.numel() and (x.is_floating_point() or x.dtype == getattr(torch, "uint64", None)):
+        values = x.detach() if x.is_floating_point() else x.detach().double()  # torch has few uint64 kernels
+        low, high = torch.aminmax(values)  # int64 conversion would wrap values beyond 2^63 silently
+        largest = max(abs(float(low)), abs(float(high)))
+        if largest >= 2.0**63:
+            raise invalid(argument, f"tensor with |values| up to {largest:.4g}", "integers below 2^63", ShapeError)
     x = x.to(torch.int64)
     if non_negative and (x < 0).any():
         raise invalid(argument, f"tensor with minimum {int(x.min())}", "non-negative spike counts", ShapeError)

@@ -125,8 +125,20 @@ def _check_pair(pair: Pair, quirks: str, last: bool) -> None:
                 "non-zero",
                 f"bias=False before {where}: the float CUBA adds a bias to its current, Loihi adds it to the voltage",
             )
-    if (neuron.threshold.detach() < 0).any():
-        raise invalid(f"{where} threshold", float(neuron.threshold.min()), "thresholds >= 0 (vth_mant is unsigned)")
+    linear = f"{pair.dense.where} (nn.Linear)"
+    for name, tensor in (("weight", pair.linear.weight), ("bias", pair.linear.bias)):
+        if tensor is not None and not bool(torch.isfinite(tensor.detach()).all()):
+            raise invalid(f"{linear} {name}", "a tensor containing NaN or inf", "finite values")
+    for name in ("alpha", "beta", "threshold"):
+        tensor = getattr(neuron, name, None)
+        if tensor is not None and not bool(torch.isfinite(tensor.detach()).all()):
+            raise invalid(f"{where} {name}", "a tensor containing NaN or inf (learnt)", "finite values")
+    if (neuron.threshold.detach() <= 0).any():
+        raise invalid(
+            f"{where} threshold",
+            float(neuron.threshold.detach().min()),
+            "thresholds > 0 (a threshold <= 0 fires always)",
+        )
 
 
 @dataclass

@@ -59,7 +59,15 @@ def synaptic_input(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int,
     No delay here (``run_network`` adds it).
     """
     counts = check_integer(counts, "counts")
-    syn = _synapses(counts, check_weights(weights, weight_exp, quirks), weight_exp, quirks)
+    weights = check_weights(weights, weight_exp, quirks)
+    if counts.shape[2] != weights.shape[1]:
+        raise invalid(
+            "counts.shape",
+            tuple(counts.shape),
+            f"[T, B, {weights.shape[1]}] (weights are {tuple(weights.shape)})",
+            ShapeError,
+        )
+    syn = _synapses(counts, weights.to(counts.device), weight_exp, quirks)
     summed = torch.matmul(counts.to(syn.matrix.dtype), syn.matrix)
     return (syn.post(summed) if syn.post is not None else summed).to(torch.int64)
 
@@ -118,6 +126,15 @@ class LoihiLayer:
     config: CompartmentConfig
     name: str = ""
 
+    def __post_init__(self) -> None:
+        """Types, rank and the exponent's range checked here; the mantissas' range (per quirks) by ``run_network``."""
+        object.__setattr__(self, "weights", check_integer(self.weights, "weights", rank=2))
+        object.__setattr__(self, "weight_exp", bounded_int("weight_exp", self.weight_exp, *WEIGHT_EXP_RANGE))
+        if not isinstance(self.config, CompartmentConfig):
+            raise invalid("config", type(self.config).__name__, "a hybridai.neuromorphic.loihi.CompartmentConfig")
+        if not isinstance(self.name, str):
+            raise invalid("name", self.name, "a str (the layer's label)")
+
     @property
     def n_out(self) -> int:
         return self.weights.shape[0]
@@ -154,6 +171,9 @@ def run_network(
     ``record``: which of ``"v"``, ``"v_pre"`` to return (spikes and counts always).
     """
     check_quirks(quirks)
+    if not isinstance(layers, list | tuple) or not layers:
+        shown = layers if not isinstance(layers, list | tuple) else f"an empty {type(layers).__name__}"
+        raise invalid("layers", shown, "a non-empty list of hybridai.neuromorphic.loihi.LoihiLayer")
     counts = check_integer(counts, "x", non_negative=True)
     if not isinstance(record, tuple | list) or not set(record) <= {"v", "v_pre"}:
         raise invalid("record", record, "a tuple of 'v' and/or 'v_pre'")

@@ -112,6 +112,10 @@ class FakeQuantized(nn.Module):
         def exact(t: torch.Tensor) -> torch.Tensor:
             return t.to(device=device, dtype=f64)
 
+        most = float(source.detach().max()) if source.numel() else 0.0
+        largest = most * float(plan.weights.abs().sum(1).max()) * 2.0 ** (6 + plan.weight_exp)
+        if largest >= 2**52:  # the same bound as the emulator's (``run_network``): sums stay exact in float64
+            raise invalid("x", f"spike counts up to {int(most)}", "counts small enough for exact sums", ShapeError)
         weight = linear.weight.to(f64)
         mantissas = _ste(exact(plan.weights), weight * plan.k)
         q_all = torch.matmul(source, (mantissas * 2.0 ** (6 + plan.weight_exp)).T)  # integer sums, exact in float64

@@ -41,6 +41,8 @@ and ``ChipRun.latency_steps`` is the number of Lowpass synapses on the path.
 from __future__ import annotations
 
 import math
+import numbers
+import sys
 import threading
 import warnings
 from collections.abc import Sequence
@@ -51,7 +53,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hybridai.core.errors import ShapeError, invalid
+from hybridai.core.errors import ShapeError, bounded_int, invalid
 from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.spiking.graph import LayerNode, lower
 from hybridai.spiking.neurons import check_time_major
@@ -60,6 +62,7 @@ SUPPORTED = (
     "an nn.Sequential of nn.Linear and hybridai.LIF / hybridai.CUBA layers (reset='zero'), "
     "optionally ending in a SpikeCountDecoder, RateDecoder or MembraneDecoder (nn.Identity, nn.Dropout skipped)"
 )
+MAX_WIDTH = 2**31 - 1  # the widest input accepted (numpy refuses far larger sizes; this one already needs 16 GiB)
 BETA_ZERO_TAU_STEPS = 1 / 30  # tau_rc for beta = 0, in steps: decay exp(-30) = 9e-14 (0 breaks nengo)
 
 
@@ -129,8 +132,10 @@ def _tau(decay: float, dt: float) -> float:
 
 def check_refractory_steps(steps: Any) -> float:
     """``cuba_refractory_steps`` as a float, or a ConfigError unless it is a finite number >= 0."""
-    if isinstance(steps, bool) or not isinstance(steps, int | float) or not 0 <= steps < math.inf:
-        raise invalid("cuba_refractory_steps", steps, "a number of time steps >= 0, e.g. 1.5")
+    real = isinstance(steps, numbers.Real) and not isinstance(steps, bool | np.bool_)
+    # compared before float(): an int beyond float's range would overflow, a NaN fails every comparison
+    if not real or not 0 <= steps <= sys.float_info.max:
+        raise invalid("cuba_refractory_steps", steps, "a finite number of time steps >= 0, e.g. 1.5")
     return float(steps)
 
 
@@ -144,6 +149,8 @@ def plan(
     raise a ``ConfigError`` naming the layer.
     """
     cuba_refractory_steps = check_refractory_steps(cuba_refractory_steps)
+    if n_inputs is not None:  # nengo sizes its input node with it: an int numpy can allocate
+        bounded_int("n_inputs", n_inputs, 1, MAX_WIDTH)
     accepts = ("dense", "lif", "cuba", "decoder")
     graph = lower(model, target="nengo", accepts=accepts, supported=SUPPORTED, n_inputs=n_inputs)
     plans: list[NengoLayerPlan] = []
@@ -183,6 +190,15 @@ def _plan_layer(node: LayerNode, linear: nn.Linear | None, refractory: float) ->
         )
     if layer.output not in ("spikes", "membrane"):
         raise invalid(f"{label}.output ({kind})", layer.output, "'spikes' or 'membrane' (one tensor, not a tuple)")
+    for name in ("alpha", "beta", "threshold"):
+        tensor = getattr(layer, name, None)
+        if tensor is not None and not bool(torch.isfinite(tensor.detach()).all()):
+            raise invalid(f"{label}.{name} ({kind})", "a tensor containing NaN or inf (learnt)", "finite values")
+    if linear is not None:
+        for name, tensor in (("weight", linear.weight), ("bias", linear.bias)):
+            if tensor is not None and not bool(torch.isfinite(tensor.detach()).all()):
+                where = f"the nn.Linear before {label}"
+                raise invalid(f"{where} {name}", "a tensor containing NaN or inf", "finite values")
     threshold_values = layer.threshold.detach().cpu().double().reshape(-1)
     if not bool((threshold_values > 0).all()):
         raise invalid(f"{label}.threshold ({kind})", float(threshold_values.min()), "thresholds > 0")
