@@ -287,16 +287,35 @@ def _describe(data: object) -> str:
     return f"a {type(data).__name__}"
 
 
+def _zne():
+    from hybridai.quantum.mitigation.zne import ZNE
+
+    return ZNE()
+
+
 def cmd_deploy_report(args: argparse.Namespace) -> int:
     from hybridai.core.errors import ConfigError, ShapeError
-    from hybridai.neuromorphic.deploy import deploy
+    from hybridai.deployment import deploy
 
     model = _load_model(args.model, args.weights)
     x, labels = _load_batch(args.data, "data")
     calibration = _load_batch(args.calibration, "calibration")[0] if args.calibration else x
     energy = dict(args.energy) if args.energy else None
+    options = dict(args.option or [])
+    hybrid = any(v is not None for v in (args.spiking, args.quantum, args.classical, args.shots)) or args.zne
+    if args.quantum_option and not hybrid:
+        raise invalid("--quantum-option", sorted(dict(args.quantum_option)), "only with --quantum (the hybrid form)")
     try:
-        deployment = deploy(model, args.backend, calibration=calibration, energy=energy, **dict(args.option or []))
+        if hybrid:
+            if args.backend is not None:
+                raise invalid("--backend", args.backend, "not with --spiking/--quantum/--classical/--shots/--zne")
+            deployment = deploy(
+                model, spiking=args.spiking, quantum=args.quantum, classical=args.classical, shots=args.shots,
+                mitigation=_zne() if args.zne else None, calibration=calibration, energy=energy,
+                spiking_options=options or None, quantum_options=dict(args.quantum_option or []) or None,
+            )  # fmt: skip
+        else:
+            deployment = deploy(model, args.backend or "loihi", calibration=calibration, energy=energy, **options)
     except (ConfigError, ShapeError) as exc:
         message = str(exc)
         if args.calibration or not message.startswith("calibration="):
@@ -342,8 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_test_backend)
     p = sub.add_parser(
         "deploy-report",
-        help="deploy a saved model on a neuromorphic backend and print agreement, activity, latency and energy",
-        description="Deploy MODEL with hybridai.deploy, run it on the batch in DATA and print the report. Files "
+        help="deploy a saved model on a chip, or each domain on its backend, and print the report",
+        description="Deploy MODEL with hybridai.deploy, run it on the batch in DATA and print the report: on one "
+        "chip (--backend), or segment by segment with --spiking/--quantum/--classical (a hybrid model). Files "
         "are read so that nothing in them can run code (torch.load with weights_only=True, numpy without "
         "pickles): a saved model may use torch.nn layers and hybridai's spiking layers only; any other model "
         "comes from Python code you name (FILE.py:FACTORY) with its state_dict in --weights.",
@@ -357,10 +377,17 @@ def build_parser() -> argparse.ArgumentParser:
         ".npz with arrays x and labels",
     )  # fmt: skip
     p.add_argument("--weights", metavar="FILE", help="torch.save(model.state_dict(), FILE), loaded into the model")
-    p.add_argument("--backend", default="loihi", help="neuromorphic backend: loihi (default), akida, nengo")
+    p.add_argument("--backend", help="one chip for the whole model: loihi (default), akida, nengo")
+    p.add_argument("--spiking", help="hybrid form: the chip (or torch[:device]) for the spiking segments")
+    p.add_argument("--quantum", help="hybrid form: the backend of the quantum segments, e.g. aer:fake_manila")
+    p.add_argument("--classical", help="hybrid form: the torch device of the classical segments (default torch)")
+    p.add_argument("--shots", type=int, help="hybrid form: shots per circuit of the quantum segments")
+    p.add_argument("--zne", action="store_true", help="hybrid form: zero-noise extrapolation (hybridai.ZNE())")
+    p.add_argument("--quantum-option", action="append", type=_option, metavar="KEY=VALUE",
+                   help="hybrid form: quantum backend option, repeatable: --quantum-option seed=3")  # fmt: skip
     p.add_argument("--calibration", metavar="FILE", help="calibration batch, in DATA's formats; default: x from DATA")
     p.add_argument("-o", "--option", action="append", type=_option, metavar="KEY=VALUE",
-                   help="backend option (a Python literal), repeatable: -o quirks='lava'")  # fmt: skip
+                   help="chip option (a Python literal), repeatable: -o quirks='lava'")  # fmt: skip
     p.add_argument("--energy", action="append", type=_option, metavar="EVENT=JOULES",
                    help="joules per event, repeatable: --energy synaptic_op=2e-11 (replaces published)")  # fmt: skip
     p.set_defaults(func=cmd_deploy_report)

@@ -26,7 +26,7 @@ from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork
 from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, energy_model, estimate
 
 
-def deploy(
+def deploy_chip(
     model: nn.Module,
     backend: str = "loihi",
     *,
@@ -34,7 +34,7 @@ def deploy(
     energy: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Deployment:
-    """Compile ``model`` for a neuromorphic ``backend`` (``"loihi"``, ``"akida"``, ``"nengo"``, a plugin).
+    """Compile the whole ``model`` for a neuromorphic ``backend`` (``"loihi"``, ``"akida"``, ``"nengo"``, a plugin).
 
     ``calibration``: a batch in the model's input layout, for chips that need activation ranges
     (Akida). ``energy``: per-event joules (see ``energy.energy_model``) for chips without public
@@ -97,7 +97,7 @@ def _in_model_dtype(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return x.to(param.dtype)
 
 
-def _check_labels(labels: Any, samples: int, classes: int, device: torch.device) -> torch.Tensor:
+def check_labels(labels: Any, samples: int, classes: int, device: torch.device) -> torch.Tensor:
     """``labels`` as an int64 tensor ``[samples]`` of class indices in ``[0, classes)``, else a ConfigError naming
     them (a float dtype is taken when it holds whole numbers, as a label file saved from numpy may)."""
     accepted = f"one class index in [0, {classes - 1}] per sample: a tensor of shape ({samples},) holding integers"
@@ -132,7 +132,7 @@ def _agreement(reference: torch.Tensor, got: torch.Tensor, labels: torch.Tensor 
         predicted, expected = out.argmax(1), ref.argmax(1)
         result["prediction agreement"] = float((predicted == expected).double().mean())
         if labels is not None:
-            labels = _check_labels(labels, ref.shape[0], ref.shape[1], ref.device)
+            labels = check_labels(labels, ref.shape[0], ref.shape[1], ref.device)
             result["accuracy, float model"] = float((expected == labels).double().mean())
             result["accuracy, chip"] = float((predicted == labels).double().mean())
     elif set(ref.unique().tolist()) <= {0.0, 1.0}:  # spikes [T, B, ...]

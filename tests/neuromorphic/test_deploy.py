@@ -7,7 +7,7 @@ from torch import nn
 import hybridai
 from hybridai.cli import main
 from hybridai.core.errors import ConfigError, UnsupportedOperationError
-from hybridai.neuromorphic.deploy import deploy
+from hybridai.deployment import deploy
 
 
 def _snn(seed: int = 0) -> nn.Sequential:

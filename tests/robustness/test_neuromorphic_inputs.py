@@ -22,8 +22,8 @@ import hybridai.neuromorphic.loihi.backend  # noqa: F401  (registers the "loihi"
 import hybridai.neuromorphic.nengo.backend  # noqa: F401  (registers the "nengo" family)
 from hybridai import CUBA, LIF, SpikeCountDecoder
 from hybridai.core.errors import ConfigError, HybridAIError, ResourceLimitError, ShapeError
+from hybridai.deployment import deploy
 from hybridai.neuromorphic import akida, energy, loihi
-from hybridai.neuromorphic.deploy import deploy
 from hybridai.neuromorphic.loihi import CompartmentConfig, LoihiLayer, check_weights, run_compartments, run_network
 from hybridai.neuromorphic.macs import dense_macs
 from hybridai.neuromorphic.nengo import to_network
@@ -231,7 +231,6 @@ ENTRY_CASES = [
     # hybridai.deploy and its Deployment
     (lambda v: deploy(v, "loihi"), "model.pt", ConfigError, "model", "str"),
     (lambda v: deploy(snn(), v), 3, ConfigError, "backend", "3"),
-    (lambda v: deploy(snn(), v), None, ConfigError, "backend", "None"),
     (lambda v: deploy(snn(), v), "torch", ConfigError, "backend", "'torch'"),
     (lambda v: deploy(snn(), v), "loihi:board", ConfigError, "backend", "'loihi:board'"),
     (lambda v: deploy(snn(), "loihi", quirks=v), np.zeros(2), ConfigError, "quirks", "array"),

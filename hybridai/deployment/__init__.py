@@ -1,0 +1,102 @@
+"""``hybridai.deploy``: a trained model on its hardware, one chip or one backend per domain.
+
+Two forms:
+
+- ``deploy(model, "loihi")``: a whole spiking (or quantized) model on ONE chip
+  (``hybridai.neuromorphic.deploy``; ``Deployment``, ``DeploymentReport``);
+- ``deploy(model, spiking="loihi", quantum="ibm:fake_manila", classical="torch", mitigation=ZNE())``:
+  a hybrid model cut into segments by domain (``segments``), each on its backend (``placed``), with a
+  report per segment (``report``; ``HybridDeployment``, ``HybridReport``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from hybridai.core.contracts import Backend
+from hybridai.core.errors import invalid
+from hybridai.deployment.hybrid import HybridDeployment, deploy_hybrid
+from hybridai.deployment.placed import SegmentCost
+from hybridai.deployment.report import HybridReport, SegmentReport
+from hybridai.deployment.segments import Segment, cut
+from hybridai.neuromorphic.deploy import Deployment, deploy_chip
+
+
+def deploy(
+    model: nn.Module,
+    backend: str | Backend | None = None,
+    *,
+    spiking: str | Backend | None = None,
+    quantum: str | Backend | None = None,
+    classical: str | Backend | None = None,
+    mitigation: Any = None,
+    shots: int | None = None,
+    calibration: torch.Tensor | None = None,
+    energy: Mapping[str, Any] | None = None,
+    spiking_options: Mapping[str, Any] | None = None,
+    quantum_options: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> Deployment | HybridDeployment:
+    """Deploy a trained model: on one chip (``backend``), or each domain on its own backend.
+
+    One chip: ``deploy(model, "loihi", quirks="lava")`` compiles the whole model for ``backend``
+    (``"loihi"`` when nothing else is given; ``"akida"``, ``"nengo"``, a plugin chip) with ``options``.
+
+    Hybrid: ``deploy(model, spiking="loihi", quantum="aer:fake_manila", classical="torch", shots=1000,
+    mitigation=hybridai.ZNE(), calibration=x)``. The model (an ``nn.Sequential``) is cut into contiguous
+    segments by domain (``hybridai.deployment.segments`` gives the rules): each spiking segment is
+    compiled for the chip named by ``spiking`` (or copied onto ``"torch[:device]"``), each quantum
+    segment's layers are copied onto ``quantum`` (a domain left out keeps each layer's own backend) with
+    ``shots`` and ``mitigation``, each classical segment is copied onto ``classical`` (default
+    ``"torch"``). The model itself is not changed. Backend options go in ``spiking_options`` and
+    ``quantum_options`` (``{"seed": 3}``), or pass configured backends (``hybridai.backends.get``).
+
+    ``calibration``: a batch in the model's input layout, for chips that need activation ranges
+    (Akida); in the hybrid form it is run through the float model to each chip segment's cut.
+    ``energy``: per-event joules for the chip (see ``hybridai.neuromorphic.energy.energy_model``).
+    Every segment that cannot run on its backend is named, with the reason, before anything runs.
+    """
+    hybrid = {"spiking": spiking, "quantum": quantum, "classical": classical}
+    if all(v is None for v in hybrid.values()) and mitigation is None and shots is None:
+        for name, value in (("spiking_options", spiking_options), ("quantum_options", quantum_options)):
+            if value is not None:
+                raise invalid(name, type(value).__name__, "None in the one-chip form; pass options as keywords")
+        return deploy_chip(model, "loihi" if backend is None else backend, calibration=calibration, energy=energy,
+                           **options)  # fmt: skip
+    if backend is not None:
+        given = sorted(k for k, v in hybrid.items() if v is not None) or ["mitigation/shots"]
+        raise invalid(
+            "backend", getattr(backend, "name", backend),
+            f"None when {'/'.join(given)} is given: either one chip for the whole model (backend=) or one "
+            "backend per domain (spiking=, quantum=, classical=)",
+        )  # fmt: skip
+    if options:
+        raise invalid("options", sorted(options), "spiking_options={...} or quantum_options={...} in the hybrid form")
+    return deploy_hybrid(
+        model,
+        spiking=spiking,
+        quantum=quantum,
+        classical=classical,
+        mitigation=mitigation,
+        shots=shots,
+        calibration=calibration,
+        energy=energy,
+        spiking_options=spiking_options,
+        quantum_options=quantum_options,
+    )
+
+
+__all__ = [
+    "Deployment",
+    "HybridDeployment",
+    "HybridReport",
+    "Segment",
+    "SegmentCost",
+    "SegmentReport",
+    "cut",
+    "deploy",
+]

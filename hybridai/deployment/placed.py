@@ -1,0 +1,155 @@
+"""One segment of a hybrid model made ready for its backend, and what one run of it cost.
+
+``place_segment`` turns a ``Segment`` into a ``PlacedSegment``: a spiking segment compiled for its chip
+(``ChipCompiler.compile``) or copied onto a torch device (``Placement``), a quantum segment's layers
+copied and re-targeted (backend, shots, mitigation), a classical segment copied onto its device.
+The user's model is never changed. ``PlacedSegment.run(x)`` returns the segment's output and its
+``SegmentCost`` in the segment's own units.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from hybridai.core.contracts import Backend, ChipCompiler, Placement
+from hybridai.core.execution import ExecutionStats
+from hybridai.deployment.segments import Segment
+from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork
+from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, estimate
+from hybridai.neuromorphic.macs import dense_macs
+from hybridai.quantum.execution import check_mitigation
+from hybridai.quantum.module import QuantumModule
+
+
+@dataclass(frozen=True)
+class SegmentCost:
+    """What one run of a segment cost, in its domain's units.
+
+    seconds: wall time of the run. chip: the chip's activity (spikes, synaptic operations, neuron
+    updates, time steps) and ``energy`` its estimate, for a chip segment. quantum: circuits, primitive
+    calls and shots, for a quantum segment. macs: multiply-accumulates of the ``nn.Linear``/``nn.Conv2d``
+    layers, for a segment run in torch.
+    """
+
+    seconds: float
+    chip: ChipRun | None = None
+    energy: EnergyEstimate | None = None
+    quantum: ExecutionStats | None = None
+    macs: int | None = None
+
+    def describe(self) -> str:
+        """One line: the counts that matter for this segment."""
+        parts = []
+        if self.chip is not None:
+            run = self.chip
+            spikes = sum(layer.spikes for layer in run.layers)
+            ops = sum(layer.synaptic_ops for layer in run.layers)
+            parts += [f"{spikes:,} spikes", f"{ops:,} synaptic ops", f"{run.time_steps} time steps/sample"]
+            if self.energy is not None:
+                parts.append(f"{self.energy.per_sample * 1e9:.3g} nJ/sample")
+        if self.quantum is not None:
+            q = self.quantum
+            parts += [
+                f"{q.circuits:,} circuits",
+                f"{q.shots:,} shots",
+                f"{q.calls} primitive call{'s' if q.calls != 1 else ''}",
+            ]
+        if self.macs is not None:
+            parts.append(f"{self.macs:,} MACs")
+        return ", ".join(parts)
+
+
+@dataclass
+class PlacedSegment:
+    """A segment ready to run: ``backend`` runs ``runner`` (a torch module) or ``compiled`` (a chip network)."""
+
+    segment: Segment
+    backend: Backend
+    reference: nn.Sequential  # the user's layers, in float: the agreement reference
+    runner: nn.Module | None = None
+    compiled: CompiledNetwork | None = None
+    energy: EnergyModel | None = None
+    quantum_layers: list[QuantumModule] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.segment.label
+
+    def run(self, x: torch.Tensor) -> tuple[torch.Tensor, SegmentCost]:
+        """The segment's output for ``x`` (moved to its device and dtype) and what it cost."""
+        start = time.perf_counter()
+        if self.compiled is not None:
+            chip_run = self.compiled.run(x)
+            seconds = time.perf_counter() - start
+            energy = estimate(chip_run, self.energy) if self.energy is not None else None
+            return chip_run.outputs, SegmentCost(seconds, chip=chip_run, energy=energy)
+        assert self.runner is not None
+        with torch.no_grad():
+            out = self.runner(to_module(self.runner, x))
+        seconds = time.perf_counter() - start
+        if self.quantum_layers:
+            stats = [layer.last_execution.stats for layer in self.quantum_layers if layer.last_execution]
+            return out, SegmentCost(seconds, quantum=sum(stats, ExecutionStats()))
+        return out, SegmentCost(seconds, macs=_macs(self.runner, x))
+
+
+def to_module(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``x`` on the device and in the floating dtype of ``module``'s first parameter (as is without one)."""
+    param = next(module.parameters(), None)
+    if param is None or x.is_complex():
+        return x
+    dtype = param.dtype if param.is_floating_point() else x.dtype
+    return x.to(device=param.device, dtype=dtype if x.is_floating_point() or dtype != x.dtype else x.dtype)
+
+
+def _macs(module: nn.Module, x: torch.Tensor) -> int | None:
+    if not any(isinstance(m, nn.Linear | nn.Conv2d) for m in module.modules()):
+        return 0
+    if x.ndim < 2:
+        return None
+    if any(m.__class__.__module__.startswith("hybridai.spiking") for m in module.modules()):
+        return None  # time-major layers on torch: counted per step by a chip, not here
+    return dense_macs(module, tuple(x.shape[1:])) * x.shape[0]
+
+
+def _sequential(segment: Segment) -> nn.Sequential:
+    """The segment's own layers, keyed by their model indices so that errors name ``model[3]``."""
+    return nn.Sequential(OrderedDict((index.replace(".", "_"), m) for index, m in segment.layers))
+
+
+def place_segment(
+    segment: Segment,
+    backend: Backend,
+    *,
+    calibration: torch.Tensor | None,
+    shots: int | None,
+    mitigation: Any,
+    energy: EnergyModel | None,
+) -> PlacedSegment:
+    """``segment`` made ready for ``backend``; a HybridAIError (from the backend) when it cannot run there."""
+    reference = _sequential(segment)
+    if isinstance(backend, ChipCompiler):
+        compiled = backend.compile(reference, calibration=calibration)
+        return PlacedSegment(segment, backend, reference, compiled=compiled, energy=energy)
+    runner = copy.deepcopy(reference).eval()
+    quantum = [m for m in runner.modules() if isinstance(m, QuantumModule)]
+    if segment.domain == "quantum":
+        for layer in quantum:
+            if backend is not None:
+                layer.set_backend(backend)
+            if shots is not None:
+                layer.shots = shots
+            layer.mitigation = check_mitigation(layer.resolved_backend, mitigation)
+    elif isinstance(backend, Placement):
+        runner = backend.place(runner)
+    return PlacedSegment(segment, backend, reference, runner=runner, quantum_layers=quantum)
+
+
+__all__ = ["PlacedSegment", "SegmentCost", "place_segment", "to_module"]
