@@ -9,9 +9,9 @@ A small conventional CNN on the summed event frames is trained too and deployed,
 and on the chip, activity, latency and energy estimates (constants printed with their sources;
 no public per-event figures exist for Akida, so its energy is not estimated). Saves a PNG.
 
-    python examples/event_camera.py            # about 1-2 minutes on 2 CPU cores
-    python examples/event_camera.py --save out # also writes out/snn.pt and out/data.pt for
-                                               # hybridai deploy-report out/snn.pt out/data.pt
+    python examples/event_camera.py                   # writes ./event_camera.png (about 30 s on 2 cores)
+    python examples/event_camera.py --out out --save  # out/event_camera.png, and out/snn.pt, out/data.pt
+                                                      # for hybridai deploy-report out/snn.pt out/data.pt
 """
 
 from __future__ import annotations
@@ -94,9 +94,11 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--epochs", type=int, default=15, help="float training epochs (default 15)")
     parser.add_argument("--noise", type=float, default=60.0, help="shot-noise events per pixel per second (60)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("event_camera.png"), help="PNG to write")
-    parser.add_argument("--save", type=Path, help="folder for snn.pt and data.pt (for hybridai deploy-report)")
+    parser.add_argument("--out", type=Path, default=Path("."), help="folder for event_camera.png (created first)")
+    parser.add_argument("--save", action="store_true", help="also write snn.pt and data.pt there (deploy-report)")
     args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)  # before the run, not after it
+    png = args.out / "event_camera.png"
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
     start = time.perf_counter()
@@ -151,13 +153,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     print("Akida: no public per-event energy figures; pass measured ones with hybridai.deploy(..., energy={...})")
 
     trace = on_loihi.compiled.trace(test_x[:, :1])[0]["spikes"][:, 0]  # hidden spikes of one test recording
-    _figure(args.out, x, y, trace, [loihi_report, nengo_report, akida_report], rows)
+    _figure(png, x, y, trace, [loihi_report, nengo_report, akida_report], rows)
     if args.save:
-        args.save.mkdir(parents=True, exist_ok=True)
-        torch.save(snn, args.save / "snn.pt")
-        torch.save((test_x, test_y), args.save / "data.pt")
-        print(f"saved: hybridai deploy-report {args.save / 'snn.pt'} {args.save / 'data.pt'} --backend loihi")
-    print(f"wrote {args.out} ({time.perf_counter() - start:.0f} s)")
+        torch.save(snn, args.out / "snn.pt")
+        torch.save((test_x, test_y), args.out / "data.pt")
+        print(f"saved: hybridai deploy-report {args.out / 'snn.pt'} {args.out / 'data.pt'} --backend loihi")
+    print(f"wrote {png} ({time.perf_counter() - start:.0f} s)")
     return {"loihi": loihi_report, "nengo": nengo_report, "akida": akida_report, "cnn_macs": cnn_macs}
 
 

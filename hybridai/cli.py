@@ -333,6 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hybridai", description="Classical, quantum and spiking layers in one PyTorch model."
     )
+    from hybridai import __version__
+
+    parser.add_argument("--version", action="version", version=f"hybridai {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     p = sub.add_parser("backends", help="list backend families with availability and reason")
     p.set_defaults(func=cmd_backends)

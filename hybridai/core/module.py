@@ -15,7 +15,7 @@ from torch import nn
 
 from hybridai.core import registry
 from hybridai.core.contracts import DOMAINS, Backend, Placement, QuantumExecutor
-from hybridai.core.errors import invalid
+from hybridai.core.errors import ConfigError, invalid, suggest
 from hybridai.core.text_table import format_table
 
 
@@ -129,6 +129,13 @@ def place(
     if not isinstance(model, nn.Module):
         raise invalid("model", type(model).__name__, "a torch.nn.Module")
     targets = {"quantum": quantum, "spiking": spiking, "classical": classical}
+    for key in options:  # a misspelt domain would otherwise be taken for a backend option and do nothing
+        hint = suggest(key, targets)
+        if hint or all(n is None for n in targets.values()):
+            raise ConfigError(  # the value is not shown: it may be a token
+                f"{key}=... is not valid for place() here; accepted: quantum=, spiking=, classical= (backend "
+                f"names), and options for the backends so named.{hint}"
+            )
     resolved = {d: _resolve(n, d, options) for d, n in targets.items() if n is not None}
     for _, layer in _layers(model):  # every layer accepts its new backend before any changes
         if isinstance(layer, HybridModule) and layer.domain in resolved:
@@ -153,10 +160,18 @@ def _place_tree(module: nn.Module, resolved: dict[str, Backend]) -> nn.Module:
     return classical.place(module) if leaf and isinstance(classical, Placement) else module
 
 
-def summary(model: nn.Module, *, show: bool = True) -> str:
+class Summary(str):
+    """The summary table as text; its repr is the table itself, so a notebook shows it once, as a table."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def summary(model: nn.Module, *, show: bool = False) -> Summary:
     """A table of layers: name, type, domain, backend, trainable parameters, qubits/neurons.
 
-    Printed (unless ``show=False``) and returned as text.
+    Returned as a ``Summary`` (a ``str`` whose repr is the table: the last line of a notebook cell
+    shows it once); ``print(hybridai.summary(model))`` in a script, or ``show=True`` to print it too.
     """
     if not isinstance(model, nn.Module):
         raise invalid("model", type(model).__name__, "a torch.nn.Module")
@@ -176,4 +191,4 @@ def summary(model: nn.Module, *, show: bool = True) -> str:
     text = format_table(["layer", "type", "domain", "backend", "params", "qubits/neurons"], rows, footer)
     if show:
         print(text)
-    return text
+    return Summary(text)

@@ -12,6 +12,7 @@ forward pass only, so backward times on a GPU are launch times.
 from __future__ import annotations
 
 import bisect
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,6 +133,9 @@ def profile(
     try:
         for _ in range(warmup):
             _run(call, backward, loss)
+        # the profiler's C++ library prints "profiler_start/stop" lines to stderr unless told not to; a
+        # user's own KINETO_LOG_LEVEL wins (read when the library first starts)
+        os.environ.setdefault("KINETO_LOG_LEVEL", "6")
         with _labelled(layers), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             _run(call, backward, loss)
     finally:

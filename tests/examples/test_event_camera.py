@@ -20,9 +20,7 @@ def _example():
 def test_event_camera_example_deploys_on_loihi_nengo_and_akida(tmp_path, capsys):
     threads = torch.get_num_threads()
     try:
-        out = _example().main(
-            ["--samples", "150", "--epochs", "6", "--out", str(tmp_path / "fig.png"), "--save", str(tmp_path)]
-        )
+        out = _example().main(["--samples", "150", "--epochs", "6", "--out", str(tmp_path / "new"), "--save"])
     finally:
         torch.set_num_threads(threads)
     loihi, nengo, akida = out["loihi"], out["nengo"], out["akida"]
@@ -30,8 +28,13 @@ def test_event_camera_example_deploys_on_loihi_nengo_and_akida(tmp_path, capsys)
     assert loihi.agreement["prediction agreement"] >= 0.9 and nengo.agreement["prediction agreement"] >= 0.9
     assert akida.agreement["prediction agreement"] >= 0.9
     assert loihi.energy is not None and akida.energy is None and loihi.run.latency_steps == 2
-    assert (tmp_path / "fig.png").stat().st_size > 10_000
+    assert (tmp_path / "new" / "event_camera.png").stat().st_size > 10_000
     printed = capsys.readouterr().out
     assert "Davies et al." in printed and "Horowitz" in printed
-    assert cli(["deploy-report", str(tmp_path / "snn.pt"), str(tmp_path / "data.pt"), "--backend", "loihi"]) == 0
+    assert (
+        cli(
+            ["deploy-report", str(tmp_path / "new" / "snn.pt"), str(tmp_path / "new" / "data.pt"), "--backend", "loihi"]
+        )
+        == 0
+    )
     assert "prediction agreement" in capsys.readouterr().out

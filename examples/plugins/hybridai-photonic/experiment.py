@@ -136,7 +136,7 @@ def main() -> None:
     print("\nall at b bits: phases, DAC and ADC at b bits, 0.1 dB per MZI column, detector noise 1e-3 of full scale")
     print("phases only: MZI phases at b bits, exact converters, no noise (one run: deterministic)")
     print("energy: illustrative constants (hybridai_photonic.PhotonicEnergy defaults), both Linear layers\n")
-    hybridai.summary(example)
+    print(hybridai.summary(example))
     print(f"\n{time.perf_counter() - start:.0f} s, seed {args.seed}, torch threads {torch.get_num_threads()}")
 
 
