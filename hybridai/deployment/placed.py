@@ -10,6 +10,7 @@ The user's model is never changed. ``PlacedSegment.run(x)`` returns the segment'
 from __future__ import annotations
 
 import copy
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -77,6 +78,8 @@ class PlacedSegment:
     compiled: CompiledNetwork | None = None
     energy: EnergyModel | None = None
     quantum_layers: list[QuantumModule] = field(default_factory=list)
+    # quantum layers keep their last run's statistics: one run at a time, so that each run reports its own
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def name(self) -> str:
@@ -91,13 +94,15 @@ class PlacedSegment:
             energy = estimate(chip_run, self.energy) if self.energy is not None else None
             return chip_run.outputs, SegmentCost(seconds, chip=chip_run, energy=energy)
         assert self.runner is not None
+        if self.quantum_layers:
+            with self._lock, torch.no_grad():
+                start = time.perf_counter()
+                out = self.runner(to_module(self.runner, x))
+                stats = [layer.last_execution.stats for layer in self.quantum_layers if layer.last_execution]
+            return out, SegmentCost(time.perf_counter() - start, quantum=sum(stats, ExecutionStats()))
         with torch.no_grad():
             out = self.runner(to_module(self.runner, x))
-        seconds = time.perf_counter() - start
-        if self.quantum_layers:
-            stats = [layer.last_execution.stats for layer in self.quantum_layers if layer.last_execution]
-            return out, SegmentCost(seconds, quantum=sum(stats, ExecutionStats()))
-        return out, SegmentCost(seconds, macs=_macs(self.runner, x))
+        return out, SegmentCost(time.perf_counter() - start, macs=_macs(self.runner, x))
 
 
 def to_module(module: nn.Module, x: torch.Tensor) -> torch.Tensor:

@@ -219,3 +219,18 @@ def test_cli_deploy_report_takes_one_backend_per_domain(tmp_path, capsys):
     assert "spiking [0-2]" in out and "aer:fake_manila + ZNE" in out and "accuracy: float model" in out
     assert main([*argv, "--backend", "loihi"]) == 2
     assert "--backend='loihi' is not valid" in capsys.readouterr().err
+
+
+def test_one_deployment_run_from_four_threads_equals_serial_runs_and_counts_each_run():
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = hybrid_model()
+    deployment = hybridai.deploy(model, spiking="loihi", quantum="statevector")
+    inputs = [events(samples=4 + i) for i in range(4)]
+    serial = [deployment.run(x) for x in inputs]
+    with ThreadPoolExecutor(4) as pool:
+        reports = list(pool.map(deployment.report, inputs))
+        threaded = list(pool.map(deployment.run, inputs))
+    for want, got, report, x in zip(serial, threaded, reports, inputs, strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+        assert report.segments[2].cost.quantum.circuits == x.shape[1]
