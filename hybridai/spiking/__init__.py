@@ -3,7 +3,8 @@
 Spiking tensors are time-major ``[T, B, ...]``. Event-camera data (arrays, binning into time
 steps, a synthetic camera, HDF5 storage) is in ``hybridai.events``; NIR export and import in
 ``hybridai.spiking.nir`` (``to_nir``, ``from_nir``); the one lowering of trained models that NIR
-export and the chip compilers share in ``hybridai.spiking.graph``.
+export and the chip compilers share in ``hybridai.spiking.graph``. ``from_snntorch(net)`` turns a
+model trained in snnTorch into the equivalent hybridai model (same spikes).
 """
 
 from hybridai.spiking.encoding import (
@@ -17,6 +18,7 @@ from hybridai.spiking.encoding import (
     TimeDistributed,
 )
 from hybridai.spiking.neurons import CUBA, LIF
+from hybridai.spiking.snntorch import from_snntorch
 from hybridai.spiking.surrogate import ATan, FastSigmoid, Surrogate
 
 __all__ = [
@@ -33,4 +35,5 @@ __all__ = [
     "SpikeCountDecoder",
     "Surrogate",
     "TimeDistributed",
+    "from_snntorch",
 ]
