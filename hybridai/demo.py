@@ -95,7 +95,7 @@ def run_demo(n_qubits: int = 6, epochs: int = 25, batch_size: int = 32, seed: in
     classical = classical_model(n_qubits)
     print(f"digits: {len(x_tr)} train / {len(x_te)} test samples, 64 features, 10 classes")
     print(f"torch threads: {torch.get_num_threads()}\n")
-    summary(hybrid)
+    print(summary(hybrid))
     t_hybrid = train(hybrid, x_tr, y_tr, epochs, batch_size, seed, "hybrid")
     t_classical = train(classical, x_tr, y_tr, epochs, batch_size, seed, "classical")
     results = {

@@ -102,13 +102,13 @@ def test_torch_cuda_missing_is_a_clear_error(monkeypatch):
 def test_torch_cuda_index_out_of_range(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    with pytest.raises(BackendUnavailableError, match=r"cuda:0 \.\. cuda:1"):
+    with pytest.raises(BackendUnavailableError, match=r"torch:cuda:0 \.\. torch:cuda:1"):
         backends.get("torch:cuda:5")
 
 
 @pytest.mark.parametrize("target", ["tpu", "cuda:x"])
 def test_torch_bad_target(target):
-    with pytest.raises(ConfigError, match="'cpu', 'cuda', 'cuda:N' or 'mps'"):
+    with pytest.raises(BackendNotFoundError, match="'torch:cpu' or 'torch:cuda' or 'torch:cuda:N' or 'torch:mps'"):
         backends.get(f"torch:{target}")
 
 
