@@ -1,6 +1,8 @@
 """Encoders (values -> spike trains), decoders (spike trains -> values) and adapters.
 
-They let a spiking block sit in the middle of an ``nn.Sequential``::
+The layout rule: spiking tensors are time-major ``[T, B, ...]``; classical and quantum layers take
+``[B, F]``. These modules are the explicit adapters at that seam, so that a spiking block sits in the
+middle of an ``nn.Sequential``::
 
     nn.Sequential(nn.Linear(64, 8), nn.Sigmoid(),
                   RateEncoder(num_steps=20, seed=0),      # [B, 8] -> [T, B, 8] spikes
@@ -8,8 +10,14 @@ They let a spiking block sit in the middle of an ``nn.Sequential``::
                   RateDecoder(),                          # [T, B, 8] -> [B, 8] rates
                   QuantumLayer(...))
 
-Spiking tensors are time-major ``[T, B, ...]``. Random encoders take a seed and draw from
-their own generator, so a model gives the same spikes for the same seed and call order.
+- encoders (``RateEncoder``, ``RepeatEncoder``, ``LatencyEncoder``): ``[B, ...]`` -> ``[T, B, ...]``;
+  ``DeltaEncoder`` turns a time-major signal into time-major spikes;
+- decoders (``SpikeCountDecoder``, ``RateDecoder``, ``MembraneDecoder``): ``[T, B, ...]`` -> ``[B, ...]``;
+- ``TimeDistributed(module)``: runs a per-sample ``[B, ...]`` layer (``nn.Conv2d``) on every step of
+  ``[T, B, ...]``; spiking layers go next to it, never inside it.
+
+Random encoders take a seed and draw from their own generator, so a model gives the same spikes for
+the same seed and call order.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from torch import nn
 
 from hybridai.core.errors import ConfigError, ShapeError, bounded_int, invalid, positive_int
 from hybridai.core.module import HybridModule
-from hybridai.spiking.neurons import check_time_major
+from hybridai.spiking.layout import check_time_major
 
 
 def _finite_number(argument: str, value: Any, *, positive: bool = False) -> float:
@@ -77,6 +85,8 @@ class _StraightThroughRate(torch.autograd.Function):
 
 class RateEncoder(_Encoder):
     """Rate (Bernoulli/Poisson) coding: ``[B, ...]`` values -> ``[T, B, ...]`` spikes.
+
+    An adapter from ``[B, F]`` layers (classical, quantum) into the spiking, time-major domain.
 
     At each of ``num_steps`` steps a neuron spikes with probability ``p = gain * x``, which
     must lie in [0, 1] (``clamp=True`` clips instead of raising). Seeded: ``seed`` (an int in
@@ -133,7 +143,8 @@ class RateEncoder(_Encoder):
 class RepeatEncoder(_Encoder):
     """Direct (current) coding: ``[B, ...]`` -> ``[T, B, ...]``, the same value at every step.
 
-    Differentiable; the first spiking layer turns the constant current into spikes.
+    An adapter from ``[B, F]`` layers into the spiking, time-major domain. Differentiable; the
+    first spiking layer turns the constant current into spikes.
     """
 
     def __init__(self, num_steps: int) -> None:
@@ -150,6 +161,8 @@ class RepeatEncoder(_Encoder):
 
 class LatencyEncoder(_Encoder):
     """Latency (time-to-first-spike) coding: each value in [0, 1] spikes once; larger is earlier.
+
+    An adapter from ``[B, ...]`` values to time-major ``[T, B, ...]`` spikes.
 
     ``method="linear"``: spike at step ``round((1 - x) * (T - 1))``.
     ``method="log"`` (an RC circuit charging to ``threshold``): step ``round(tau * ln(x / (x - threshold)))``,
@@ -224,6 +237,8 @@ class DeltaEncoder(_Encoder):
 
 
 class _Decoder(_Encoder):
+    """A decoder: the adapter from time-major spiking ``[T, B, ...]`` to ``[B, ...]`` (classical, quantum layers)."""
+
     def _time_major(self, x: Any) -> torch.Tensor:
         if isinstance(x, tuple):
             raise invalid(
@@ -237,14 +252,20 @@ class _Decoder(_Encoder):
 
 
 class SpikeCountDecoder(_Decoder):
-    """``[T, B, ...]`` spikes -> ``[B, ...]`` spike counts (sum over time). Differentiable."""
+    """``[T, B, ...]`` spikes -> ``[B, ...]`` spike counts (sum over time). Differentiable.
+
+    An adapter from the spiking, time-major domain to ``[B, F]`` layers (classical, quantum).
+    """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self._time_major(x).sum(0)
 
 
 class RateDecoder(_Decoder):
-    """``[T, B, ...]`` spikes -> ``[B, ...]`` firing rates in spikes per step (mean over time)."""
+    """``[T, B, ...]`` spikes -> ``[B, ...]`` firing rates in spikes per step (mean over time).
+
+    An adapter from the spiking, time-major domain to ``[B, F]`` layers (classical, quantum).
+    """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self._time_major(x).mean(0)
@@ -253,7 +274,8 @@ class RateDecoder(_Decoder):
 class MembraneDecoder(_Decoder):
     """``[T, B, ...]`` membrane traces -> ``[B, ...]``: ``"max"`` (default), ``"mean"`` or ``"last"`` over time.
 
-    Use after a spiking layer built with ``output="membrane"`` (a common read-out for classifiers).
+    An adapter from the spiking, time-major domain to ``[B, F]`` layers. Use after a spiking layer
+    built with ``output="membrane"`` (a common read-out for classifiers).
     """
 
     REDUCTIONS = ("max", "mean", "last")
@@ -282,12 +304,18 @@ class TimeDistributed(nn.Module):
     ``TimeDistributed(nn.Conv2d(2, 8, 3))`` folds T into the batch (``[T*B, ...]``), runs the
     module once and unfolds the result, so layers that only take ``[B, ...]`` work on spike
     trains. (``nn.Linear`` already broadcasts over leading dimensions and needs no wrapper.)
+
+    The module sees each step on its own, so it must not contain a spiking layer (``LIF``,
+    ``CUBA``: its membrane would start from zero at every step) nor an encoder or decoder (they
+    change the layout themselves): this is refused when the wrapper is built. Put spiking layers
+    beside it: ``nn.Sequential(TimeDistributed(nn.Conv2d(2, 8, 3)), nn.Flatten(2), LIF(0.9))``.
     """
 
     def __init__(self, module: nn.Module) -> None:
         super().__init__()
         if not isinstance(module, nn.Module):
             raise invalid("module", type(module).__name__, "a torch.nn.Module")
+        _refuse_spiking_inside(module)
         self.module = module
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -300,3 +328,51 @@ class TimeDistributed(nn.Module):
                 f"{tuple(out.shape) if torch.is_tensor(out) else ''}; accepted: a tensor with leading size T*B"
             )
         return out.reshape(steps, batch, *out.shape[1:])
+
+
+def _is_spiking(module: nn.Module) -> bool:
+    return isinstance(module, HybridModule) and module.domain == "spiking"
+
+
+def _refuse_spiking_inside(module: nn.Module) -> None:
+    """A ConfigError naming the first spiking layer, encoder or decoder inside ``module``, and the composition."""
+    found = next(((name, sub) for name, sub in module.named_modules() if _is_spiking(sub)), None)
+    if found is None:
+        return
+    name, inner = found
+    where = "module" + "".join(f"[{part}]" if part.isdigit() else f".{part}" for part in name.split(".") if part)
+    if isinstance(inner, _Encoder):  # encoders and decoders
+        why = "it changes the layout itself ([B, ...] <-> [T, B, ...]) and must see the whole sequence"
+    else:
+        why = (
+            "TimeDistributed runs the module on each time step separately (T folded into the batch), so a "
+            "spiking layer inside it would start from a zero membrane at every step instead of integrating over time"
+        )
+    raise invalid(
+        where,
+        type(inner).__name__,
+        f"per-sample layers only inside TimeDistributed; {why}. Put it beside the wrapper, which takes "
+        f"[T, B, ...] itself: {_composition(module)}",
+    )
+
+
+def _composition(module: nn.Module) -> str:
+    """The right composition of an ``nn.Sequential`` that mixes per-step and spiking layers, or the pattern."""
+    pattern = "e.g. nn.Sequential(TimeDistributed(nn.Linear(8, 4)), LIF(0.9))"
+    if not isinstance(module, nn.Sequential) or any(
+        _is_spiking(sub) for child in module.children() if not _is_spiking(child) for sub in child.modules()
+    ):
+        return pattern
+    parts: list[str] = []
+    run: list[str] = []
+    for index, child in enumerate(module.children()):
+        if _is_spiking(child):
+            if run:
+                parts.append(f"TimeDistributed({run[0] if len(run) == 1 else 'nn.Sequential(' + ', '.join(run) + ')'})")
+                run = []
+            parts.append(f"module[{index}]")
+        else:
+            run.append(f"module[{index}]")
+    if run:
+        parts.append(f"TimeDistributed({run[0] if len(run) == 1 else 'nn.Sequential(' + ', '.join(run) + ')'})")
+    return f"nn.Sequential({', '.join(parts)}) ({pattern}; nn.Linear needs no wrapper: it broadcasts over T)"

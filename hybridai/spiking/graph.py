@@ -9,7 +9,8 @@ output width. It checks what holds for every target and raises one ``ConfigError
 - a layer whose kind is not in ``accepts`` (or that hybridai cannot lower at all);
 - an ``nn.Linear`` whose ``in_features`` differs from the width before it;
 - a decoder that is not the last layer after a LIF or CUBA layer;
-- a LIF or CUBA layer of unknown size, or whose per-neuron parameters do not match its size.
+- a LIF or CUBA layer of unknown size, or whose per-neuron parameters do not match its size;
+- a LIF or CUBA layer built with ``batch_first=True`` (targets run time-major layers only).
 
 Neurons are counted with one rule: a spiking layer has as many neurons as values reach it (the width
 before it, ``n_inputs`` for a first layer), else the size it learnt on its last forward call
@@ -134,6 +135,17 @@ def _neurons(node_where: str, layer: LIF | CUBA, width: int | None) -> int:
     return n
 
 
+def _check_time_major(where: str, layer: LIF | CUBA, target: str) -> None:
+    """Chips and NIR run time-major layers: a ``batch_first`` layer is refused, never silently re-read."""
+    if layer.batch_first:
+        raise invalid(
+            f"{where}.batch_first",
+            True,
+            f"False: {target} runs time-major [T, B, ...] spiking layers; set {where}.batch_first = False "
+            "(the parameters stay the same) and give the deployment x.transpose(0, 1)",
+        )
+
+
 def lower(
     model: Any, *, target: str, accepts: Collection[str], supported: str, n_inputs: int | None = None
 ) -> LayerGraph:
@@ -166,6 +178,7 @@ def lower(
                 raise invalid(f"{where}.in_features", module.in_features, f"{width} (the previous layer's)")
             n_in, width = module.in_features or width, module.out_features
         elif kind in SPIKING:
+            _check_time_major(where, module, target)
             n_in = width = _neurons(where, module, width)
         elif kind == "decoder" and (not nodes or nodes[-1].kind not in SPIKING):
             raise invalid(where, type(module).__name__, "a decoder only as the last layer, after a LIF or CUBA layer")

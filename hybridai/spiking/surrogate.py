@@ -87,16 +87,57 @@ class FastSigmoid(Surrogate):
 
 
 SURROGATES: dict[str, type[Surrogate]] = {"atan": ATan, "fast_sigmoid": FastSigmoid}
+# snnTorch's surrogate factories whose gradient hybridai computes the same way: factory -> its constant
+SNNTORCH_FACTORIES = {"atan": "alpha", "fast_sigmoid": "slope"}
 
 
-def make_surrogate(spec: str | Surrogate) -> Surrogate:
-    """A surrogate from a name (``"atan"``, ``"fast_sigmoid"``) or an instance."""
+def from_snntorch_surrogate(function: object) -> Surrogate | None:
+    """hybridai's surrogate equal to ``function`` when it is ``snntorch.surrogate.atan(alpha)`` or
+    ``fast_sigmoid(slope)`` (the closures those factories return), else None.
+
+    Read from the closure without importing snnTorch: its module, the factory that made it and
+    the constant it holds. Gradients then agree with snnTorch's to rounding (same operations).
+    """
+    if getattr(function, "__module__", None) != "snntorch.surrogate" or not getattr(function, "__closure__", None):
+        return None
+    factory = getattr(function, "__qualname__", "").split(".<locals>.")[0]
+    if factory not in SNNTORCH_FACTORIES:
+        return None
+    constants = dict(zip(function.__code__.co_freevars, (c.cell_contents for c in function.__closure__), strict=True))
+    constant = SNNTORCH_FACTORIES[factory]
+    if constant not in constants:
+        return None
+    return SURROGATES[factory](constants[constant])
+
+
+def describe_callable(value: object) -> str:
+    """How an error shows a function: ``snntorch.surrogate.sigmoid.<locals>.inner``, or its type name."""
+    name = getattr(value, "__qualname__", None)
+    module = getattr(value, "__module__", None)
+    return f"{module}.{name}" if name and module else type(value).__name__
+
+
+def make_surrogate(spec: str | Surrogate, argument: str = "surrogate") -> Surrogate:
+    """A surrogate from a name (``"atan"``, ``"fast_sigmoid"``), an instance, or snnTorch's
+    ``atan()``/``fast_sigmoid()`` (translated by ``from_snntorch_surrogate``)."""
     if isinstance(spec, Surrogate):
         return spec
     if isinstance(spec, str) and spec in SURROGATES:
         return SURROGATES[spec]()
-    raise invalid(
-        "surrogate",
-        spec,
-        f"one of {sorted(SURROGATES)} or an instance such as hybridai.spiking.surrogate.ATan(alpha=2.0)",
-    )
+    translated = from_snntorch_surrogate(spec) if callable(spec) else None
+    if translated is not None:
+        return translated
+    accepted = f"one of {sorted(SURROGATES)} or an instance such as hybridai.spiking.ATan(alpha=2.0)"
+    if argument != "surrogate":  # snnTorch's spike_grad=
+        accepted = (
+            "hybridai calls this surrogate=, e.g. surrogate=hybridai.spiking.ATan(); it takes "
+            f"one of {sorted(SURROGATES)} or an instance from hybridai.spiking"
+        )
+    if callable(spec):
+        raise invalid(
+            argument,
+            describe_callable(spec),
+            f"{accepted}; of snnTorch's surrogates hybridai translates snntorch.surrogate.atan() and "
+            "fast_sigmoid(), whose gradients it computes the same way, and has no equivalent of this one",
+        )
+    raise invalid(argument, spec, accepted)
