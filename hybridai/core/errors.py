@@ -58,11 +58,14 @@ class MissingExtraError(HybridAIError, ImportError):
 
 
 def missing_extra(package: str, extra: str, purpose: str = "") -> str:
-    """The one way hybridai says an optional package is missing: the package, the extra, the commands."""
+    """The one way hybridai says an optional package is missing: the package, the extra, the commands.
+
+    The first command works today, from a clone of hybridai into the environment in use; the second once
+    hybridai is on PyPI."""
     what = f" (needed for {purpose})" if purpose else ""
     return (
-        f"the optional package {package!r} is not installed{what}; install it with: pip install 'hybridai[{extra}]' "
-        f"(from a clone of hybridai: pip install -e '.[{extra}]')"
+        f"the optional package {package!r} is not installed{what}; install it with pip install -e '.[{extra}]' "
+        f"in a clone of hybridai (or pip install 'hybridai[{extra}]' once hybridai is published on PyPI)"
     )
 
 

@@ -7,6 +7,11 @@ implements no contract, or whose ``is_available``, constructor or ``capabilities
 something else, is listed as unavailable with its reason and never stops the process; ``get`` raises
 ``BackendUnavailableError`` naming it. ``register`` adds a family at run time (notebooks, tests).
 
+An unknown family that another framework's habits explain gets a suggestion: a backend class may list
+``aliases`` (what users of other frameworks call it: ``aer`` is ``AerSimulator`` in Qiskit) and a classmethod
+``known_targets()`` (the targets it knows by name: PennyLane's device names), so that ``"default.qubit"``
+suggests ``'pennylane:default.qubit'`` and ``"aer_simulator"`` suggests ``'aer'``.
+
 Option values under secret-looking names (``token=``, ``api_key=`` ...) are remembered and never
 printed: errors from the registry name options, never their values, and an error a backend raises
 while being configured has every known secret replaced by ``'***'`` (``hybridai.core.redaction``).
@@ -227,7 +232,7 @@ def _lookup(family: str) -> tuple[type[Backend], str]:
     if family not in eps:
         raise BackendNotFoundError(
             f"backend family {family!r} is not registered; known families: "
-            f"{', '.join(families())}.{suggest(family, families())}"
+            f"{', '.join(families())}.{_known_elsewhere(family) or suggest(family, families())}"
         )
     ep, builtin = eps[family]
     loaded = _load(family, ep)
@@ -236,6 +241,36 @@ def _lookup(family: str) -> tuple[type[Backend], str]:
             f"backend family {family!r} ({_source(ep, builtin)}) failed to load: {_failure(loaded)}"
         ) from scrub_exception(loaded)
     return loaded, _source(ep, builtin)
+
+
+def _normalised(name: str) -> str:
+    return name.lower().replace("_", "").replace("-", "")
+
+
+def _known_elsewhere(name: str) -> str:
+    """' Did you mean ...?' when ``name``, given as a family, is a family's alias or one of its known targets."""
+    aliases, targets = [], []
+    for family in families():
+        try:
+            cls = _lookup(family)[0]
+            if _normalised(name) in {_normalised(a) for a in getattr(cls, "aliases", ())}:
+                aliases.append(family)
+            known = getattr(cls, "known_targets", None)
+            if callable(known) and name in known():
+                targets.append(f"{family}:{name}")
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # a family that cannot load or list its targets suggests nothing
+            continue
+    if targets:
+        return (
+            f" Did you mean {', '.join(repr(t) for t in targets)}? Names are 'family' or 'family:target', and "
+            f"{name!r} is a target of the {', '.join(repr(t.partition(':')[0]) for t in targets)} family."
+        )
+    if aliases:
+        named = ", ".join(repr(a) for a in aliases)
+        return f" Did you mean {named}? (hybridai's name for what other frameworks call {name!r}.)"
+    return ""
 
 
 def _build(name: str, options: dict[str, Any]) -> Backend:

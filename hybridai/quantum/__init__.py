@@ -1,6 +1,7 @@
 """Quantum layers and kernels."""
 
-from hybridai.quantum.kernel import IQPFeatureMap, QuantumKernel, psd_repair, target_alignment
+from hybridai.quantum.kernel import IQPFeatureMap, QuantumKernel
+from hybridai.quantum.kernel_matrices import psd_repair, target_alignment
 from hybridai.quantum.layer import QuantumLayer
 
 _ESTIMATORS = ("QSVC", "QSVR", "QuantumKernelRidge")  # scikit-learn classes: imported on first use

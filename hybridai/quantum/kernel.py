@@ -1,7 +1,8 @@
 """QuantumKernel: a kernel k(x, y) from a PennyLane feature map, as a torch module.
 
 ``feature_map(x, **params)`` is a PennyLane quantum function that prepares |phi(x)> from
-|0...0> (measurements it returns are ignored). Two kernels:
+|0...0> (measurements it returns are ignored), or a QNode of one (its function is used, and its device
+unless ``backend=`` is given). ``kernel.draw(x)`` draws the feature map of one sample. Two kernels:
 
 - ``kind="fidelity"``: k(x, y) = |<phi(x)|phi(y)>|^2.
 - ``kind="projected"``: k(x, y) = exp(-gamma * sum_q ||rho_q(x) - rho_q(y)||_F^2), with rho_q the
@@ -27,7 +28,6 @@ float32, or float64 for float64 inputs (see ``hybridai.core.precision``).
 from __future__ import annotations
 
 import math
-import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -41,7 +41,10 @@ from hybridai.core.errors import (
     positive_int,
 )
 from hybridai.core.precision import keeps_precision, quantum_dtype
+from hybridai.quantum.drawing import draw_tape
 from hybridai.quantum.execution import check_mitigation
+from hybridai.quantum.framework_objects import adopt_circuit, adopt_qnode_diff_method
+from hybridai.quantum.kernel_matrices import target_alignment
 from hybridai.quantum.mitigation.folding import inverse
 from hybridai.quantum.module import QuantumModule, check_finite
 from hybridai.quantum.recording import recording
@@ -112,21 +115,27 @@ class QuantumKernel(QuantumModule):
 
     Args:
         feature_map: PennyLane quantum function ``feature_map(x, **params)`` preparing |phi(x)>;
-            ``x`` is a batch ``[N, F]``, index features as ``x[..., i]`` so batches broadcast.
-        n_qubits: number of wires, labelled ``0 .. n_qubits-1``.
-        weight_shapes: ``{name: shape}`` of trainable parameters passed to ``feature_map``.
-        kind: ``"fidelity"`` or ``"projected"``.
-        gamma: RBF width of the projected kernel (1 / squared Frobenius distance units).
-        backend: quantum backend name (default ``pennylane:default.qubit``).
+            ``x`` is a batch ``[N, F]``, index features as ``x[..., i]`` so batches broadcast. A
+            ``qml.QNode`` of one gives its function, its device (the backend unless ``backend`` is given)
+            and its ``diff_method`` (used when ``diff_method`` is ``"best"`` and the backend accepts it).
+        n_qubits: number of wires, labelled ``0 .. n_qubits-1``; at most the backend's ``max_qubits``.
+        weight_shapes: ``{name: shape}`` of trainable parameters passed to ``feature_map`` (default none).
+        kind: ``"fidelity"`` (default) or ``"projected"``.
+        gamma: RBF width of the projected kernel (1 / squared Frobenius distance units; default 1.0).
+        backend: where circuits run (default ``"statevector"``, hybridai's exact torch simulator): a registry
+            name, a backend object, a PennyLane device (``qml.device("default.qubit", wires=n)``) or a Qiskit
+            backend (``AerSimulator()``, ``FakeManilaV2()``), as for ``QuantumLayer``.
         shots: ``None`` (exact) or the shots per circuit; shots imply compute-uncompute.
-        mitigation: ``hybridai.ZNE(...)`` on a backend with noise or shots (compute-uncompute circuits are folded).
-        method: ``"auto"``, ``"statevector"`` or ``"compute-uncompute"`` (see module docstring).
-        diff_method: gradient method, one of the backend's ``capabilities.diff_methods``.
+        mitigation: ``hybridai.ZNE(...)`` on a backend with noise or shots (compute-uncompute circuits are
+            folded); default none.
+        method: ``"auto"`` (default), ``"statevector"`` or ``"compute-uncompute"`` (see module docstring).
+        diff_method: gradient method, one of the backend's ``capabilities.diff_methods`` (default ``"best"``).
         init: initialiser of every parameter (or ``{name: initialiser}``); default uniform [0, 2*pi).
         n_features: expected input width F; checked on every call when given.
-        block_size: rows of the Gram matrix computed per matrix product (memory bound).
-        progress: show a tqdm bar over blocks; ``None`` shows it when there is more than one block.
-        **backend_options: passed to the backend (``seed=...`` for reproducible shots).
+        block_size: rows of the Gram matrix computed per matrix product (memory bound; default 2048).
+        progress: show a tqdm bar over blocks; ``None`` (default) shows it when there is more than one block.
+        **backend_options: passed to the backend (``seed=...`` for reproducible shots); they override the
+            options a device or Qiskit backend object implies.
     """
 
     def __init__(
@@ -149,8 +158,12 @@ class QuantumKernel(QuantumModule):
         **backend_options: Any,
     ) -> None:
         super().__init__()
+        feature_map, backend, backend_options, qnode_method = adopt_circuit(
+            feature_map, "feature_map", backend, positive_int("n_qubits", n_qubits), backend_options
+        )
         if not callable(feature_map):
-            raise invalid("feature_map", feature_map, "a PennyLane quantum function feature_map(x, **params)")
+            accepted = "a PennyLane quantum function feature_map(x, **params) or a QNode"
+            raise invalid("feature_map", feature_map, accepted)
         if kind not in KINDS:
             raise invalid("kind", kind, f"one of {KINDS}")
         if method not in METHODS:
@@ -171,6 +184,7 @@ class QuantumKernel(QuantumModule):
         register_weights(self, self.weight_shapes, init)
         self.set_backend(self.default_backend if backend is None else backend, **backend_options)  # max_qubits
         caps = self.resolved_backend.capabilities
+        diff_method = adopt_qnode_diff_method(diff_method, qnode_method, caps.diff_methods)
         if diff_method not in caps.diff_methods:
             raise invalid("diff_method", diff_method, f"one of {caps.diff_methods} on backend {self.backend!r}")
         self.diff_method = diff_method
@@ -202,6 +216,31 @@ class QuantumKernel(QuantumModule):
         """The feature map's PennyLane operations for a batch ``[N, F]`` (broadcast over N)."""
         hint = f"check the feature width and n_qubits={self.n_qubits}"
         tape = self.record(self.feature_map, "feature_map", (x,), f"x of shape {tuple(x.shape)}", hint)
+        return list(self.check_tape(tape, "feature_map").operations)
+
+    def draw(self, x: Any, y: Any = None, **qml_draw_kwargs: Any) -> str:
+        """The feature map of one sample ``x`` (``[F]`` or ``[1, F]``) with the current parameters, ending in
+        ``qml.state()``; with ``y``, the compute-uncompute circuit U(x) U(y)^dagger whose probability of
+        |0...0> is k(x, y). Drawn by ``qml.draw`` (``qml_draw_kwargs``: ``decimals``, ``level``, ...)."""
+        import pennylane as qml
+
+        ops = self._row_operations(x, "x")
+        if y is not None:
+            with recording():
+                ops = ops + [inverse(op) for op in reversed(self._row_operations(y, "y"))]
+        with recording():
+            measurement = qml.state() if y is None else qml.probs(wires=self.wires)
+            tape = qml.tape.QuantumScript(ops, [measurement])
+        return draw_tape(tape, self.wires, **qml_draw_kwargs)
+
+    def _row_operations(self, x: Any, argument: str) -> list[Any]:
+        """The feature map's operations for one sample ``[F]`` or ``[1, F]`` (unbroadcast, for drawing)."""
+        row = torch.as_tensor(x) if not torch.is_tensor(x) else x
+        row = self._check(row.reshape(1, -1) if row.ndim == 1 else row, argument)
+        if row.shape[0] != 1:
+            raise invalid(f"{argument}.shape", tuple(row.shape), "one sample: [F] or [1, F]", ShapeError)
+        hint = f"check the feature width and n_qubits={self.n_qubits}"
+        tape = self.record(self.feature_map, "feature_map", (row[0],), f"{argument} of shape {tuple(row.shape)}", hint)
         return list(self.check_tape(tape, "feature_map").operations)
 
     @staticmethod
@@ -396,57 +435,3 @@ class QuantumKernel(QuantumModule):
         shots = f", shots={self.shots}" if self.shots else ""
         gamma = f", gamma={self.gamma}" if self.kind == "projected" else ""
         return f"n_qubits={self.n_qubits}, kind={self.kind!r}{gamma}, backend={self.backend!r}{shots}"
-
-
-def target_alignment(K: torch.Tensor, y: Any, *, centered: bool = False) -> torch.Tensor:
-    """Kernel-target alignment A = <K, T>_F / (||K||_F ||T||_F), a scalar in [-1, 1].
-
-    ``T = y y^T`` for targets ``y`` ``[N]`` (use +-1 class labels, or centred regression
-    targets), or ``T = Y Y^T`` for ``[N, C]`` (one-hot classes). ``centered=True`` centres K and
-    T in feature space first (Cortes et al., JMLR 13 (2012)). Differentiable in ``K``: use
-    ``-target_alignment(kernel.matrix(X), y)`` as a loss for any torch optimiser.
-    """
-    if not torch.is_tensor(K) or K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
-        shape = tuple(K.shape) if torch.is_tensor(K) else type(K).__name__
-        raise invalid("K", shape, "a square torch.Tensor [N, N] with N >= 1", ShapeError)
-    try:
-        y = torch.as_tensor(y, device=K.device)
-    except (TypeError, ValueError, RuntimeError):
-        raise invalid(
-            "y", reprlib.repr(y), "numeric targets [N] or [N, C] (+-1 labels, one-hot rows or real values)"
-        ) from None
-    if y.is_complex():
-        raise invalid("y.dtype", y.dtype, "a real floating, integer or bool dtype", ShapeError)
-    y = y.to(K.dtype if K.is_floating_point() else torch.get_default_dtype())
-    if y.ndim not in (1, 2) or y.shape[0] != K.shape[0]:
-        raise invalid(
-            "y.shape", tuple(y.shape), f"[{K.shape[0]}] or [{K.shape[0]}, C] (one target per row of K)", ShapeError
-        )
-    if not torch.isfinite(y).all():
-        raise invalid("y", "a tensor with non-finite values", "finite values only")
-    T = torch.outer(y, y) if y.ndim == 1 else y @ y.T
-    if centered:
-        n = K.shape[0]
-        H = torch.eye(n, dtype=K.dtype, device=K.device) - 1.0 / n
-        K, T = H @ K @ H, H @ T @ H
-    norm = torch.linalg.matrix_norm(K) * torch.linalg.matrix_norm(T)
-    if norm.detach() == 0:
-        raise ConfigError("target_alignment is undefined: K or y y^T is zero (after centring); accepted: non-zero ones")
-    return (K * T).sum() / norm
-
-
-def psd_repair(K: torch.Tensor) -> torch.Tensor:
-    """The nearest (Frobenius) positive semi-definite matrix: symmetrise, clip negative eigenvalues to 0.
-
-    For Gram matrices estimated with shots or noise, which can have small negative eigenvalues
-    that break SVMs and Cholesky solves. Exact Gram matrices come back unchanged up to rounding.
-    Not meant to be back-propagated through (eigenvector gradients are unstable at degeneracies).
-    """
-    if not torch.is_tensor(K) or K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
-        shape = tuple(K.shape) if torch.is_tensor(K) else type(K).__name__
-        raise invalid("K", shape, "a square torch.Tensor [N, N] with N >= 1", ShapeError)
-    if not torch.isfinite(K).all():
-        raise invalid("K", "a matrix with non-finite values", "finite values only")
-    sym = 0.5 * (K + K.T)
-    values, vectors = torch.linalg.eigh(sym)
-    return (vectors * values.clamp_min(0)) @ vectors.T

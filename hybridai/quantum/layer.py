@@ -1,12 +1,20 @@
 """QuantumLayer: a PennyLane quantum function as a trainable torch layer.
 
-``qfunc(inputs, **weights)`` is an ordinary PennyLane quantum function. The layer records
-it as a PennyLane tape with the whole batch broadcast (never a Python loop over samples)
-and hands the tape to its quantum backend. Inputs ``[B, F]`` (or ``[F]``) give outputs
-``[B, n_outputs]`` (or ``[n_outputs]``) in the input's dtype and on its device.
-Inside ``qfunc`` index features as ``inputs[..., i]`` so that batches broadcast. A circuit without
-inputs, ``qfunc(**weights)`` (its first argument is one of the weights, or it takes none), is called
-as ``layer()`` and returns ``[n_outputs]``. Inputs and weights holding NaN or infinity are refused.
+``qfunc(inputs, **weights)`` is an ordinary PennyLane quantum function (or a QNode, as
+``qml.qnn.TorchLayer`` takes: its function is used, and its device unless ``backend=`` is given). The
+layer records it as a PennyLane tape with the whole batch broadcast (never a Python loop over samples)
+and hands the tape to its quantum backend. Inside ``qfunc`` index features as ``inputs[..., i]`` so that
+batches broadcast. Outputs come in the input's dtype and on its device, shaped as TorchLayer shapes them:
+
+- a single ``qml.expval``/``qml.var`` (not in a list): ``[B]`` for inputs ``[B, F]``, ``[]`` for ``[F]``;
+- anything else (a list or tuple of measurements, even of one, or ``qml.probs``): ``[B, n_outputs]``
+  (``[n_outputs]`` for ``[F]``), the measurements' values side by side (``qml.probs`` of k wires gives
+  2**k columns).
+
+A circuit without inputs, ``qfunc(**weights)`` (its first argument is one of the weights, or it takes
+none), is called as ``layer()`` and returns ``[]`` or ``[n_outputs]`` by the same rule. Inputs and
+weights holding NaN or infinity are refused. ``layer.draw(x)`` draws the circuit of one input row with
+the current weights (``qml.draw(layer)`` cannot see inside a layer).
 
 Under ``torch.autocast`` the layer keeps its own precision (``hybridai.core.precision``): autocast
 is off inside it, the circuit runs in float64/complex128 (float32 when the backend simulates
@@ -23,11 +31,14 @@ import torch
 
 from hybridai.core.errors import ConfigError, ShapeError, invalid, positive_int
 from hybridai.core.precision import keeps_precision, quantum_dtype
+from hybridai.quantum.drawing import draw_tape
 from hybridai.quantum.execution import check_mitigation
+from hybridai.quantum.framework_objects import adopt_circuit, adopt_qnode_diff_method
 from hybridai.quantum.module import QuantumModule, check_finite
 from hybridai.quantum.weights import WeightInit, check_weight_shapes, register_weights, takes_inputs
 
 MEASUREMENTS = ("ExpectationMP", "VarianceMP", "ProbabilityMP")
+SCALAR_MEASUREMENTS = ("ExpectationMP", "VarianceMP")  # one value per sample: [B] when returned alone
 
 
 class QuantumLayer(QuantumModule):
@@ -35,19 +46,28 @@ class QuantumLayer(QuantumModule):
 
     Args:
         qfunc: PennyLane quantum function ``qfunc(inputs, **weights)`` (or ``qfunc(**weights)``, a circuit
-            without inputs) returning ``qml.expval``/``qml.var``/``qml.probs`` measurements (one or a sequence).
+            without inputs) returning ``qml.expval``/``qml.var``/``qml.probs`` measurements (one or a sequence;
+            see the module docstring for the output shape); or a ``qml.QNode`` of such a function, whose device
+            (with its shots) is the backend unless ``backend`` is given, and whose ``diff_method`` is used when
+            ``diff_method`` is left at ``"best"`` and the backend accepts it.
         n_qubits: number of wires, labelled ``0 .. n_qubits-1``; at most the backend's
             ``capabilities.max_qubits`` (5 on ``aer:fake_manila``).
         weight_shapes: ``{name: shape}`` of the trainable arrays passed to ``qfunc`` (default none).
-        backend: quantum backend name (default ``pennylane:default.qubit``).
-        shots: ``None`` for exact expectations, or a number of shots per evaluation.
-        diff_method: gradient method, one of the backend's ``capabilities.diff_methods``.
+        backend: where the circuit runs (default ``"statevector"``, hybridai's exact torch simulator): a
+            registry name (``"pennylane:default.qubit"``, ``"aer:fake_manila"``, ...), a backend object
+            (``hybridai.backends.get(...)``), a PennyLane device (``qml.device("lightning.qubit", wires=2)``:
+            ``"pennylane:lightning.qubit"`` with its shots) or a Qiskit backend (``AerSimulator()``: ``"aer"``
+            with its noise model; ``FakeManilaV2()``: ``"aer:fake_manila"``).
+        shots: ``None`` for exact expectations, or a number of shots per evaluation (overrides the backend's).
+        diff_method: gradient method, one of the backend's ``capabilities.diff_methods`` (default ``"best"``:
+            the backend's own choice).
         init: initialiser applied in place to every weight (or ``{name: initialiser}``);
             default uniform angles in [0, 2*pi).
         n_inputs: expected input width; learnt from the first batch when ``None``.
         mitigation: ``hybridai.ZNE(...)`` on any backend with noise or shots (``aer:...``, ``ibm:...``,
-            ``pennylane:default.mixed``, a plugin), applied around the backend.
-        **backend_options: passed to the backend (``seed=...`` for example).
+            ``pennylane:default.mixed``, a plugin), applied around the backend; default none.
+        **backend_options: passed to the backend (``seed=...`` for example); they override the options a
+            device or Qiskit backend object implies.
     """
 
     def __init__(
@@ -65,10 +85,13 @@ class QuantumLayer(QuantumModule):
         **backend_options: Any,
     ) -> None:
         super().__init__()
-        if not callable(qfunc):
-            raise invalid("qfunc", qfunc, "a PennyLane quantum function qfunc(inputs, **weights)")
-        self.qfunc = qfunc
         self.n_qubits = positive_int("n_qubits", n_qubits)
+        qfunc, backend, backend_options, qnode_method = adopt_circuit(
+            qfunc, "qfunc", backend, self.n_qubits, backend_options
+        )
+        if not callable(qfunc):
+            raise invalid("qfunc", qfunc, "a PennyLane quantum function qfunc(inputs, **weights) or a QNode")
+        self.qfunc = qfunc
         self.shots = None if shots is None else positive_int("shots", shots)
         weight_shapes = {} if weight_shapes is None else weight_shapes
         self.takes_inputs = takes_inputs(qfunc, weight_shapes)
@@ -80,43 +103,79 @@ class QuantumLayer(QuantumModule):
         register_weights(self, self.weight_shapes, init)
         self.set_backend(self.default_backend if backend is None else backend, **backend_options)
         accepted = self.resolved_backend.capabilities.diff_methods
+        diff_method = adopt_qnode_diff_method(diff_method, qnode_method, accepted)
         if diff_method not in accepted:
             raise invalid("diff_method", diff_method, f"one of {accepted} on backend {self.backend!r}")
         self.diff_method = diff_method
         self.mitigation = check_mitigation(self.resolved_backend, mitigation)
 
-    def _check_inputs(self, inputs: Any) -> torch.Tensor:
+    def _check_inputs(self, inputs: Any, argument: str = "inputs") -> torch.Tensor:
         if not torch.is_tensor(inputs):
-            raise invalid("inputs", type(inputs).__name__, "a torch.Tensor of shape [B, F] or [F]", ShapeError)
+            raise invalid(argument, type(inputs).__name__, "a torch.Tensor of shape [B, F] or [F]", ShapeError)
+        shape = tuple(inputs.shape)
         if inputs.ndim not in (1, 2):
-            raise invalid("inputs.shape", tuple(inputs.shape), "[B, F] or [F]", ShapeError)
+            seam = (
+                "; a time-major spiking tensor [T, B, F] goes through a decoder first "
+                "(hybridai.SpikeCountDecoder, RateDecoder or MembraneDecoder)"
+                if inputs.ndim == 3
+                else ""
+            )
+            raise invalid(f"{argument}.shape", shape, f"[B, F] or [F]{seam}", ShapeError)
         if inputs.is_complex():
-            raise invalid("inputs.dtype", inputs.dtype, "a real floating or integer dtype", ShapeError)
+            raise invalid(f"{argument}.dtype", inputs.dtype, "a real floating or integer dtype", ShapeError)
         batch = inputs if inputs.ndim == 2 else inputs.unsqueeze(0)
         if batch.shape[0] == 0 or batch.shape[1] == 0:
-            raise invalid("inputs.shape", tuple(inputs.shape), "at least one sample and one feature", ShapeError)
+            raise invalid(f"{argument}.shape", shape, "at least one sample and one feature", ShapeError)
         if self.n_inputs is not None and batch.shape[1] != self.n_inputs:
-            raise invalid("inputs.shape", tuple(inputs.shape), f"[B, {self.n_inputs}] or [{self.n_inputs}]", ShapeError)
-        check_finite("inputs", inputs)
+            raise invalid(f"{argument}.shape", shape, f"[B, {self.n_inputs}] or [{self.n_inputs}]", ShapeError)
+        check_finite(argument, inputs)
         return batch if batch.is_floating_point() else batch.to(torch.get_default_dtype())
 
     def tape(self, inputs: torch.Tensor | None = None) -> Any:
         """The PennyLane tape of this layer for a batch ``[B, F]`` (broadcast over B); no inputs for a
         circuit without them."""
-        if not self.takes_inputs:
-            self._refuse_inputs(inputs)
-            tape = self.record(self.qfunc, "qfunc", (), "no inputs", "check weight_shapes")
+        return self._recorded(None if not self.takes_inputs else self._check_inputs(inputs), inputs)[0]
+
+    def _recorded(self, batch: torch.Tensor | None, given: Any = None) -> tuple[Any, bool]:
+        """``(tape, single)``: the tape of ``qfunc`` on ``batch`` (``[B, F]``, one row ``[F]``, or None for a
+        circuit without inputs, where ``given`` must be None too), and whether ``qfunc`` returned one
+        expectation or variance alone (not in a sequence): outputs without a column axis, as TorchLayer's."""
+        returned: list[Any] = []
+
+        def qfunc(*args: Any, **weights: Any) -> Any:
+            returned.append(self.qfunc(*args, **weights))
+            return returned[-1]
+
+        if batch is None:
+            self._refuse_inputs(given)
+            tape = self.record(qfunc, "qfunc", (), "no inputs", "check weight_shapes")
         else:
-            batch = self._check_inputs(inputs)
             hint = f"check the input width (n_qubits={self.n_qubits}) and weight_shapes"
-            tape = self.record(self.qfunc, "qfunc", (batch,), f"inputs of shape {tuple(batch.shape)}", hint)
+            tape = self.record(qfunc, "qfunc", (batch,), f"inputs of shape {tuple(batch.shape)}", hint)
         kinds = [type(m).__name__ for m in tape.measurements]
         if not kinds or any(k not in MEASUREMENTS for k in kinds):
             raise ConfigError(
                 f"qfunc returned measurements {kinds}; accepted: qml.expval, qml.var or qml.probs "
                 "(one, or a sequence of them)"
             )
-        return self.check_tape(tape, "qfunc")
+        single = len(kinds) == 1 and kinds[0] in SCALAR_MEASUREMENTS and not isinstance(returned[-1], list | tuple)
+        return self.check_tape(tape, "qfunc"), single
+
+    def draw(self, x: torch.Tensor | None = None, **qml_draw_kwargs: Any) -> str:
+        """The circuit of one input row ``x`` (``[F]`` or ``[1, F]``; none for a circuit without inputs) with
+        the current weights, drawn by ``qml.draw`` (``qml_draw_kwargs``: ``decimals``, ``level``, ...) as it
+        draws the same circuit as a QNode on ``default.qubit``; ``print(layer.draw(x[0]))``."""
+        if not self.takes_inputs:
+            tape, _ = self._recorded(None, x)
+            return draw_tape(tape, self.wires, **qml_draw_kwargs)
+        if x is None:
+            raise invalid("x", None, f"one input row [F] (qfunc takes inputs; n_inputs={self.n_inputs})", ShapeError)
+        batch = self._check_inputs(x, "x")
+        if batch.shape[0] != 1:
+            accepted = "one row: [F] or [1, F] (layer.draw(x[i]) for sample i)"
+            raise invalid("x.shape", tuple(x.shape), accepted, ShapeError)
+        tape, _ = self._recorded(batch[0])
+        return draw_tape(tape, self.wires, **qml_draw_kwargs)
 
     def _refuse_inputs(self, inputs: Any) -> None:
         if inputs is not None:
@@ -135,7 +194,7 @@ class QuantumLayer(QuantumModule):
         if not self.takes_inputs:
             return self._forward_without_inputs(inputs)
         batch = self._check_inputs(inputs)
-        tape = self.tape(batch)
+        tape, single = self._recorded(batch)
         (result,) = self.run([tape])
         parts = result if isinstance(result, tuple | list) else (result,)
         size = batch.shape[0]
@@ -146,11 +205,13 @@ class QuantumLayer(QuantumModule):
         out = torch.cat(columns, dim=1).to(dtype=batch.dtype, device=batch.device)
         self.n_inputs = batch.shape[1]
         self.n_outputs = out.shape[1]
+        out = out[:, 0] if single else out
         return out if inputs.ndim == 2 else out.squeeze(0)
 
     def _forward_without_inputs(self, inputs: Any) -> torch.Tensor:
-        """``[n_outputs]`` of a circuit without inputs, in the dtype and on the device of its weights."""
-        tape = self.tape(inputs)
+        """``[n_outputs]`` (``[]`` for one expectation alone) of a circuit without inputs, in the dtype and on
+        the device of its weights."""
+        tape, single = self._recorded(None, inputs)
         (result,) = self.run([tape])
         parts = result if isinstance(result, tuple | list) else (result,)
         first = next(iter(self.parameters()), None)
@@ -158,7 +219,7 @@ class QuantumLayer(QuantumModule):
         device = first.device if first is not None else torch.device("cpu")
         out = torch.cat([torch.as_tensor(p).reshape(-1) for p in parts]).to(dtype=dtype, device=device)
         self.n_outputs = out.shape[0]
-        return out
+        return out[0] if single else out
 
     def size_description(self) -> str:
         return f"{self.n_qubits} qubits"

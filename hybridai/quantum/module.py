@@ -13,6 +13,7 @@ from hybridai.core.errors import ConfigError, HybridAIError, ShapeError, invalid
 from hybridai.core.execution import Execution, ExecutionConfig
 from hybridai.core.module import HybridModule
 from hybridai.quantum.execution import execute
+from hybridai.quantum.framework_objects import backend_spec
 from hybridai.quantum.recording import record
 
 # What a circuit function raises when the inputs or weights do not fit it (a feature index out of
@@ -50,6 +51,13 @@ class QuantumModule(HybridModule):
     def wires(self) -> list[int]:
         """The wires ``0 .. n_qubits-1``."""
         return list(range(self.n_qubits))
+
+    def set_backend(self, backend: Any, **options: Any) -> QuantumModule:
+        """Re-target this module: a registry name, a backend object, a PennyLane device or a Qiskit backend
+        (``hybridai.quantum.framework_objects``); ``options`` override those a device or Qiskit backend implies."""
+        spec, implied = backend_spec(backend, getattr(self, "n_qubits", None))
+        super().set_backend(spec, **{**implied, **options})
+        return self
 
     def check_backend(self, backend: Any) -> None:
         """Refuse a backend with fewer qubits (``capabilities.max_qubits``) than this module's ``n_qubits``."""

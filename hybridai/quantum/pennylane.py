@@ -20,8 +20,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import inspect
 import threading
 import time
+from importlib import metadata
 from typing import Any
 
 import numpy as np
@@ -101,6 +103,18 @@ def _installed_devices() -> list[str]:
     return sorted(qml.plugin_devices)
 
 
+def _device_options(name: str) -> list[str]:
+    """The keyword options the device ``name``'s constructor takes (``wires`` left out: hybridai sets them)."""
+    import pennylane as qml
+
+    try:
+        params = inspect.signature(qml.plugin_devices[name].load().__init__).parameters.values()
+    except Exception:  # a device whose signature cannot be read: its options go unlisted
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in params if p.kind in kinds and p.name not in ("self", "wires")]
+
+
 def _guarded(device: Any) -> Any:
     """``device`` with each of its ``DEVICE_CALLS`` holding one lock: some devices (lightning) keep
     their state between calls, and one device serves every thread. The PennyLane recording lock is taken
@@ -124,6 +138,12 @@ def _guarded(device: Any) -> Any:
 
 class PennyLaneBackend(QuantumExecutor):
     """Any installed PennyLane device; differentiable through PennyLane's torch interface."""
+
+    @classmethod
+    def known_targets(cls) -> list[str]:
+        """The installed PennyLane devices, read from their entry points without importing PennyLane:
+        ``default.qubit`` given as a family suggests ``pennylane:default.qubit``."""
+        return sorted({ep.name for ep in metadata.entry_points(group="pennylane.plugins")})
 
     def __init__(self, target: str | None = None, **options: Any) -> None:
         target = target or "default.qubit"
@@ -157,7 +177,13 @@ class PennyLaneBackend(QuantumExecutor):
         try:
             return _guarded(qml.device(self.target, wires=list(wires), **options))
         except TypeError as exc:  # an option the device does not take
-            raise ConfigError(f"backend={self.name!r} does not accept the option(s) {sorted(options)}: {exc}") from None
+            accepted = sorted({"shots", "seed", *_device_options(self.target)})
+            unknown = sorted(set(options) - set(accepted)) or sorted(options)
+            hints = "".join(suggest(u, accepted) for u in unknown)
+            raise ConfigError(
+                f"backend={self.name!r} does not accept the option(s) {unknown} ({exc}); accepted: "
+                f"{', '.join(accepted)}.{hints}"
+            ) from None
 
     def device(self, wires: Any, seed: int | None = None) -> Any:
         """The PennyLane device for ``wires``: cached when unseeded, fresh (seeded with ``seed``) otherwise."""

@@ -114,7 +114,7 @@ class Counting(QuantumExecutor):
 def values_and_grads(layer, x):
     x = x.detach().clone().requires_grad_()
     out = layer(x)
-    cot = torch.tensor([0.8, -1.3], dtype=out.dtype)[: out.shape[1]]
+    cot = torch.tensor([0.8, -1.3], dtype=out.dtype)[: out.shape[1]] if out.ndim == 2 else 0.8  # [B] for one expval
     gx, gw = torch.autograd.grad((out * cot).sum(), [x, layer.weights])
     return out.detach(), gx, gw
 

@@ -140,15 +140,38 @@ def test_ibm_engine_sets_runtime_resilience_and_warns_about_ignored_options():
     assert not backend.estimator(None, None).options.resilience.zne_mitigation  # per call, not per backend
 
 
-def test_plot_zne_writes_a_png(tmp_path):
+def test_plot_zne_returns_a_figure_and_saves_only_when_asked(tmp_path):
+    import matplotlib
+    from matplotlib.figure import Figure
+
     _, layer = layers(ZNE(), **NOISE)
     with torch.no_grad():
         layer(torch.rand(2, 2, dtype=torch.float64))
-    path = plot_zne(layer.last_mitigation, str(tmp_path / "zne.png"), sample=1, column=1)
-    assert open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    backend = matplotlib.get_backend()
+    fig = plot_zne(layer.last_mitigation, sample=1, column=1, ideal=0.25)
+    assert isinstance(fig, Figure) and matplotlib.get_backend() == backend  # no matplotlib.use, no pyplot state
+    (ax,) = fig.axes
+    assert {t.get_text() for t in ax.get_legend().get_texts()} >= {"zero-noise value", "ideal (noiseless)"}
+    assert list(tmp_path.iterdir()) == []  # nothing saved without path=
+    fig.savefig(tmp_path / "mine.png")
+    assert (tmp_path / "mine.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    saved = plot_zne(layer.last_mitigation, tmp_path / "zne.png")  # path= saves AND returns the Figure
+    assert isinstance(saved, Figure) and (tmp_path / "zne.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ConfigError, match="sample=5"):
-        plot_zne(layer.last_mitigation, str(tmp_path / "x.png"), sample=5)
+        plot_zne(layer.last_mitigation, sample=5)
     assert hybridai.mitigation.plot_zne is plot_zne
+
+
+def test_plot_zne_draws_into_the_callers_axes():
+    from matplotlib.figure import Figure
+
+    _, layer = layers(ZNE(), **NOISE)
+    with torch.no_grad():
+        layer(torch.rand(1, 2, dtype=torch.float64))
+    mine = Figure()
+    left, right = mine.subplots(1, 2)
+    assert plot_zne(layer.last_mitigation, ax=right) is mine
+    assert not left.lines and len(right.lines) >= 3  # noisy points, fit, zero-noise value
 
 
 def test_quantum_kernel_with_zne_is_closer_to_the_noiseless_gram_matrix():

@@ -152,7 +152,9 @@ CASES = [
     (lambda v: ZNE().combine(v), np.ones((2, 1)), ShapeError, "noisy.shape", "(2, 1)"),
     (lambda v: plot_zne(v, "zne.png"), None, ConfigError, "result", "None"),
     (lambda v: plot_zne(v, "zne.png"), [zne_result(), zne_result()], ConfigError, "result", "2 ZNEResults"),
-    (lambda v: plot_zne(zne_result(), v), None, ConfigError, "path", "None"),
+    (lambda v: plot_zne(zne_result(), v), 3, ConfigError, "path", "3"),
+    (lambda v: plot_zne(zne_result(), ax=v), "axes", ConfigError, "ax", "str"),
+    (lambda v: plot_zne(zne_result(), ideal=v), "0.5", ConfigError, "ideal", "'0.5'"),
     (lambda v: plot_zne(zne_result(), "zne.png", sample=v), "a", ConfigError, "sample", "'a'"),
     (lambda v: plot_zne(zne_result(), "zne.png", column=v), 1, ConfigError, "column", "1"),
     # item 5: qubit counts and memory, refused before allocating
@@ -255,7 +257,7 @@ def test_layer_inputs_either_give_values_or_name_the_bad_entry(row):
     layer = QuantumLayer(small, 2, {"weights": 1}, init=torch.nn.init.zeros_)
     x = torch.tensor([row], dtype=torch.float64)
     if all(math.isfinite(v) for v in row):
-        assert layer(x)[0, 0].item() == pytest.approx(math.cos(row[0]), abs=1e-12)
+        assert layer(x)[0].item() == pytest.approx(math.cos(row[0]), abs=1e-12)  # one expval: [B]
     else:
         with pytest.raises(ConfigError, match=r"inputs=.*(nan|inf).*finite values only"):
             layer(x)
@@ -384,7 +386,7 @@ def test_zne_noisy_value_at_scale_one_is_the_unmitigated_value(circuit, n_qubits
     with torch.no_grad():
         unmitigated, _ = plain(x), mitigated(x)
     noisy = mitigated.last_mitigation.noisy  # [scale factor, batch, column]
-    np.testing.assert_allclose(noisy[0, :, 0], unmitigated[:, 0].numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(noisy[0, :, 0], unmitigated.numpy(), rtol=0, atol=1e-12)  # one expval: [B]
     assert (np.abs(noisy[2] - noisy[0]) > 1e-3).all()  # the folds were not optimised away
 
 
@@ -430,7 +432,7 @@ def test_a_circuit_without_inputs_is_called_as_layer(backend):
 def test_weight_shapes_default_to_none_and_takes_inputs_follows_the_signature():
     inputs_only = QuantumLayer(one_wire, 1)
     assert inputs_only.weight_shapes == {} and inputs_only.takes_inputs
-    assert inputs_only(torch.zeros(2, 1)).shape == (2, 1)
+    assert inputs_only(torch.zeros(2, 1)).shape == (2,)  # one expval alone: [B], as TorchLayer
 
     def constant():
         qml.Hadamard(0)
@@ -439,4 +441,4 @@ def test_weight_shapes_default_to_none_and_takes_inputs_follows_the_signature():
     layer = QuantumLayer(constant, 1)
     assert not layer.takes_inputs and layer().item() == pytest.approx(1.0, abs=1e-12)
     kw_only = QuantumLayer(lambda *, w: (qml.RX(w[0], 0), qml.expval(qml.PauliZ(0)))[1], 1, {"w": 1})
-    assert not kw_only.takes_inputs and kw_only().shape == (1,)
+    assert not kw_only.takes_inputs and kw_only().shape == ()  # one expval alone, no inputs: a scalar

@@ -105,7 +105,7 @@ def test_tensorboard_writes_scalars_per_epoch(tmp_path):
 def test_tensorboard_missing_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorboard", None)  # import tensorboard -> ImportError
     model, optimizer = _regression()
-    with pytest.raises(MissingExtraError, match=r"pip install 'hybridai\[tensorboard\]'"):
+    with pytest.raises(MissingExtraError, match=r"pip install -e '\.\[tensorboard\]' in a clone of hybridai"):
         fit(model, [], None, torch.nn.functional.mse_loss, optimizer, 1, tensorboard=tmp_path / "run")
     assert not (tmp_path / "run").exists()
 

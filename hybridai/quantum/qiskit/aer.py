@@ -55,6 +55,9 @@ class AerBackend(QiskitBackend):
     density matrix with noise) would not fit in half the RAM is refused before anything is allocated.
     """
 
+    aliases = ("aer_simulator", "AerSimulator", "qasm_simulator")  # Qiskit's names: they suggest 'aer'
+    own_options = ("threads", "depolarizing", "readout_error", "noise_model")
+
     def __init__(
         self,
         target: str | None = None,

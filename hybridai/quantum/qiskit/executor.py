@@ -54,12 +54,14 @@ from hybridai.core.errors import (
     missing_extra,
     non_negative_int,
     optional_int,
+    suggest,
 )
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
 from hybridai.quantum.qiskit.conversion import Converted, convert
 from hybridai.quantum.qiskit.redaction import log, redact
 from hybridai.quantum.shift_rule import parameter_shift
 
+SHARED_OPTIONS = ("shots", "seed", "retries", "backoff", "timeout", "max_parameter_sets", "optimization_level")
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer back-offs and time-outs are typing mistakes
 
 
@@ -80,6 +82,7 @@ class QiskitBackend(QuantumExecutor):
     # ZNE's folded circuits come with a barrier between folded blocks (hybridai.quantum.execution) and are
     # transpiled at optimization_level like any other: the scale-factor-1 circuit IS the unmitigated one.
     fold_barriers = True
+    own_options: tuple[str, ...] = ()  # the family's options besides the shared ones (listed in errors)
 
     def __init__(
         self,
@@ -106,10 +109,11 @@ class QiskitBackend(QuantumExecutor):
             raise invalid("optimization_level", optimization_level, "0, 1, 2 or 3")
         if options:
             name = f"{self.family}:{target}" if target else self.family
+            accepted = [*SHARED_OPTIONS, *self.own_options]
+            hints = "".join(suggest(o, accepted) for o in sorted(options))
             raise ConfigError(
-                f"backend={name!r} does not accept the option(s) {sorted(options)}; accepted: shots, seed, retries, "
-                "backoff, timeout, max_parameter_sets, optimization_level (aer: threads, depolarizing, "
-                "readout_error, noise_model; ibm: mode, resilience_level)"
+                f"backend={name!r} does not accept the option(s) {sorted(options)}; accepted: "
+                f"{', '.join(accepted)}.{hints}"
             )
         given = {"shots": shots, "seed": seed, "retries": retries, "backoff": backoff, "timeout": timeout,
                  "max_parameter_sets": max_parameter_sets, "optimization_level": optimization_level}  # fmt: skip

@@ -25,6 +25,7 @@ class IBMBackend(QiskitBackend):
     """IBM Quantum Runtime: local testing mode on ``fake_*`` devices, or a real account."""
 
     MODES = ("job", "session", "batch")
+    own_options = ("mode", "resilience_level")
 
     def __init__(
         self, target: str | None = None, *, mode: str = "job", resilience_level: int = 0, **options: Any
