@@ -1,0 +1,32 @@
+"""The ZNE training example: like-for-like noisy students, the error against the ideal value, one PNG in --out."""
+
+import importlib.util
+from pathlib import Path
+
+import torch
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "zne_training.py"
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("zne_training", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_zne_training_example_mitigates_and_writes_into_a_new_folder(tmp_path, capsys):
+    threads = torch.get_num_threads()
+    try:
+        with torch.random.fork_rng():  # the script seeds the global RNG, as scripts do
+            out = _example().main(["--steps", "2", "--out", str(tmp_path / "new" / "dir")])
+    finally:
+        torch.set_num_threads(threads)
+    # the same weights, noisy against noisy + ZNE: mitigation brings the values closer to the ideal ones
+    assert out["error_zne"] < out["error_noisy"] / 5
+    names = [row[0] for row in out["rows"]]
+    assert names == ["ideal (statevector)", "noisy (aer:fake_manila)", "noisy + ZNE (Richardson 1,3,5)"]
+    assert all(len(curve) == 2 for curve in out["curves"].values())
+    assert out["png"] == tmp_path / "new" / "dir" / "zne_training.png" and out["png"].stat().st_size > 10_000
+    printed = capsys.readouterr().out
+    assert "error against the ideal value" in printed and printed.count("| noisy") == 2
