@@ -23,6 +23,7 @@ from hybridai.deployment.report import HybridReport, SegmentReport, compare
 from hybridai.deployment.segments import Segment, cut
 from hybridai.neuromorphic.deploy import check_labels
 from hybridai.neuromorphic.energy import energy_model
+from hybridai.spiking.layout import check_samples_layout
 
 
 def deploy_hybrid(
@@ -146,7 +147,10 @@ class HybridDeployment:
 
     def report(self, x: torch.Tensor, labels: Any = None) -> HybridReport:
         """Float model and deployment on ``x``: end-to-end accuracy (with ``labels``), agreement per segment
-        at its cut (end to end, and alone on the float model's input there), and cost per segment."""
+        at its cut (end to end, and alone on the float model's input there), and cost per segment. A model that
+        starts spiking takes ``x`` time-major ``[T, B, ...]``; a batch-first ``x`` that ``labels`` reveal is refused."""
+        if self.placed and self.placed[0].segment.domain == "spiking":
+            check_samples_layout(x, labels)
         cuts = _float_cuts(self.model, [p.segment for p in self.placed], x)
         reports, deployed = [], x
         last = len(self.placed) - 1

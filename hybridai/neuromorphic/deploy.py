@@ -24,6 +24,7 @@ from hybridai.core.errors import ShapeError, invalid
 from hybridai.core.text_table import format_table
 from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork
 from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, energy_model, estimate
+from hybridai.spiking.layout import check_samples_layout
 
 
 def deploy_chip(
@@ -63,7 +64,9 @@ class Deployment:
         return self.compiled.run(x).outputs
 
     def report(self, x: torch.Tensor, labels: torch.Tensor | None = None) -> DeploymentReport:
-        """Run float model and chip on ``x`` and compare; ``labels`` ``[B]`` adds both accuracies."""
+        """Run float model and chip on ``x`` ``[T, B, ...]`` and compare; ``labels`` ``[B]`` adds both accuracies
+        (and tells a batch-first ``x`` apart, which is refused, never read as B time steps)."""
+        check_samples_layout(x, labels)
         chip_run = self.compiled.run(x)
         training = self.model.training
         self.model.eval()

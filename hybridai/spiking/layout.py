@@ -102,4 +102,30 @@ def state_layout_hint(x_shape: tuple[int, ...], state_shape: tuple[int, ...], *,
     return ""
 
 
-__all__ = ["check_sequence", "check_step_input", "check_time_major", "one_step_hint", "state_layout_hint"]
+def check_samples_layout(x: Any, labels: Any, argument: str = "x") -> None:
+    """Refuse a time-major input ``x`` whose FIRST dimension is the number of ``labels`` given with it while its
+    second is not: it was given batch-first ``[B, T, ...]`` and would be read as B time steps."""
+    try:
+        samples = len(labels) if labels is not None else None
+    except TypeError:  # not a sequence: the labels' own check names it
+        return
+    if samples is None or not torch.is_tensor(x) or x.ndim < 3:
+        return
+    if x.shape[0] == samples != x.shape[1]:
+        raise invalid(
+            f"{argument}.shape",
+            tuple(x.shape),
+            f"time-major {TIME_MAJOR} (T={x.shape[1]}?, B={samples}); its first dimension is the number of labels, "
+            f"so it looks batch-first {BATCH_FIRST}: pass x.transpose(0, 1)",
+            ShapeError,
+        )
+
+
+__all__ = [
+    "check_samples_layout",
+    "check_sequence",
+    "check_step_input",
+    "check_time_major",
+    "one_step_hint",
+    "state_layout_hint",
+]

@@ -234,3 +234,18 @@ def test_one_deployment_run_from_four_threads_equals_serial_runs_and_counts_each
     for want, got, report, x in zip(serial, threaded, reports, inputs, strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
         assert report.segments[2].cost.quantum.circuits == x.shape[1]
+
+
+def test_a_batch_first_input_revealed_by_the_labels_is_refused_not_read_as_time_steps():
+    """[B, T, F] has the rank of [T, B, F]; the labels' length tells them apart, for one chip and for a hybrid."""
+    x, labels = events(samples=24, steps=12), torch.arange(24) % 4
+    spiking_only = nn.Sequential(nn.Linear(20, 8), hybridai.LIF(0.9, reset="zero"), hybridai.SpikeCountDecoder())
+    deployments = [
+        hybridai.deploy(spiking_only, "loihi"),
+        hybridai.deploy(hybrid_model(), spiking="loihi", quantum="statevector", classical="torch"),
+    ]
+    for deployment in deployments:
+        with pytest.raises(hybridai.ShapeError, match=r"x\.shape=\(24, 12, 20\).*batch-first.*x\.transpose\(0, 1\)"):
+            deployment.report(x.transpose(0, 1), labels)
+    assert "accuracy, float model" in deployments[0].report(x, labels).agreement  # time-major: taken as it is
+    assert set(deployments[1].report(x, labels).accuracy) == {"float", "deployed"}
