@@ -7,6 +7,7 @@ import platform
 import sys
 from collections.abc import Sequence
 from importlib import metadata
+from pathlib import Path
 
 from hybridai.core.errors import HybridAIError, invalid
 from hybridai.core.text_table import format_table
@@ -76,12 +77,18 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     import torch
 
-    from hybridai.demo import run_demo
+    from hybridai.demo import run_demo, run_hybrid_demo
 
     if args.threads < 1:
         raise invalid("threads", args.threads, "a positive int")
     torch.set_num_threads(args.threads)
-    run_demo(n_qubits=args.qubits, epochs=args.epochs, batch_size=args.batch_size, seed=args.seed)
+    if args.task == "digits":
+        run_demo(n_qubits=6 if args.qubits is None else args.qubits, epochs=25 if args.epochs is None else args.epochs,
+                 batch_size=args.batch_size, seed=args.seed)  # fmt: skip
+    else:
+        run_hybrid_demo(n_qubits=4 if args.qubits is None else args.qubits, epochs=15 if args.epochs is None else
+                        args.epochs, batch_size=args.batch_size, shots=args.shots, zne=args.zne, seed=args.seed,
+                        out=args.out)  # fmt: skip
     return 0
 
 
@@ -341,10 +348,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_backends)
     p = sub.add_parser("info", help="versions of hybridai and its stack, torch devices")
     p.set_defaults(func=cmd_info)
-    p = sub.add_parser("demo", help="train a hybrid classical-quantum classifier on scikit-learn's digits")
-    p.add_argument("--qubits", type=int, default=6, help="qubits of the quantum layer, 4 to 8 (default 6)")
-    p.add_argument("--epochs", type=int, default=25, help="training epochs (default 25)")
+    p = sub.add_parser(
+        "demo",
+        help="train ONE model with spiking, classical and quantum layers on event-camera data, deploy it on the "
+        "Loihi emulator and a noisy fake IBM device (with and without ZNE); --task digits: the digits demo",
+    )
+    p.add_argument("--task", choices=("events", "digits"), default="events",
+                   help="events: the three-domain demo (default); digits: classical + quantum on digits")  # fmt: skip
+    p.add_argument("--qubits", type=int, default=None,
+                   help="qubits of the quantum layer (events 2-5, default 4; digits 4-8, default 6)")  # fmt: skip
+    p.add_argument("--epochs", type=int, default=None, help="training epochs (events 15, digits 25)")
     p.add_argument("--batch-size", type=int, default=32, help="minibatch size (default 32)")
+    p.add_argument("--shots", type=int, default=1000, help="shots on the noisy device, events (default 1000)")
+    p.add_argument("--no-zne", dest="zne", action="store_false", help="events: skip the ZNE placement")
+    p.add_argument("--out", type=Path, default=Path("."), help="folder for hybrid_demo.png, events (created first)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: fastest for these small models)")
     p.set_defaults(func=cmd_demo)

@@ -141,8 +141,10 @@ def test_info_lists_versions_and_devices(capsys):
 
 
 def test_demo_rejects_bad_qubits(capsys):
-    assert main(["demo", "--qubits", "9"]) == 2
+    assert main(["demo", "--task", "digits", "--qubits", "9"]) == 2
     assert "qubits=9 is not valid; accepted: an int in [4, 8]" in capsys.readouterr().err
+    assert main(["demo", "--qubits", "9"]) == 2  # the three-domain demo: the circuit must fit FakeManila
+    assert "qubits=9 is not valid; accepted: an int in [2, 5]" in capsys.readouterr().err
 
 
 @pytest.mark.slow

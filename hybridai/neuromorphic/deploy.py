@@ -25,6 +25,9 @@ from hybridai.core.text_table import format_table
 from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork
 from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, energy_model, estimate
 from hybridai.spiking.layout import check_samples_layout
+from hybridai.spiking.neurons import CUBA, LIF
+
+SPIKING = (LIF, CUBA)  # layers that read time-major [T, B, ...] input
 
 
 def deploy_chip(
@@ -66,7 +69,8 @@ class Deployment:
     def report(self, x: torch.Tensor, labels: torch.Tensor | None = None) -> DeploymentReport:
         """Run float model and chip on ``x`` ``[T, B, ...]`` and compare; ``labels`` ``[B]`` adds both accuracies
         (and tells a batch-first ``x`` apart, which is refused, never read as B time steps)."""
-        check_samples_layout(x, labels)
+        if any(isinstance(m, SPIKING) for m in self.model.modules()):  # frames for Akida are [B, ...] by nature
+            check_samples_layout(x, labels)
         chip_run = self.compiled.run(x)
         training = self.model.training
         self.model.eval()

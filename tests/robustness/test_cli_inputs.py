@@ -236,7 +236,11 @@ def test_a_saved_model_of_hybridai_layers_loads_safely_and_computes_the_same(tmp
 
 
 DEMO = [
-    (["demo", "--qubits", "3"], ["qubits=3"]),
+    (["demo", "--qubits", "6"], ["qubits=6"]),  # the three-domain demo: 2 to 5 qubits (FakeManila has 5)
+    (["demo", "--task", "digits", "--qubits", "3"], ["qubits=3"]),
+    (["demo", "--task", "digits", "--epochs", "0"], ["epochs=0"]),
+    (["demo", "--shots", "0"], ["shots=0"]),
+    (["demo", "--out", "/proc/no-such-folder"], ["out='/proc/no-such-folder'"]),
     (["demo", "--epochs", "0"], ["epochs=0"]),
     (["demo", "--batch-size", "-1"], ["batch_size=-1"]),
     (["demo", "--threads", "0"], ["threads=0"]),

@@ -1,4 +1,4 @@
-"""``hybridai demo``: a hybrid classical -> quantum -> classical classifier on digits.
+"""``hybridai demo --task digits``: a hybrid classical -> quantum -> classical classifier on digits.
 
 scikit-learn's 8x8 digits ship with the package (no download). The hybrid model
 compresses 64 pixels to one angle per qubit, runs a trainable quantum circuit and reads
