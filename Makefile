@@ -37,12 +37,19 @@ docs: $(STAMP)
 clean:
 	rm -rf $(VENV) build *.egg-info site
 
-# Every benchmark (peer and hybridai side by side, ratios printed) into one Markdown file.
+# Every benchmark (peer and hybridai side by side, ratios printed) into one Markdown file, with the machine,
+# CPU model and thread count; `make bench BENCH="benchmarks/quantum_shots.py benchmarks/quantum_adjoint.py"`
+# runs a subset. OpenMP and MKL get one thread; each script sets and prints its torch threads.
+BENCH ?= benchmarks/*.py
 bench: $(STAMP)
-	@echo "# Benchmarks ($$(date -u +%Y-%m-%d), $$(nproc) cores)" > benchmarks/RESULTS.md
-	@for script in benchmarks/*.py; do \
+	@echo "# Benchmarks ($$(date -u +%Y-%m-%d))" > benchmarks/RESULTS.md
+	@printf '\nMachine: %s, %s cores, CPU: %s; OMP_NUM_THREADS=1, MKL_NUM_THREADS=1 (each script states its torch threads)\n' \
+		"$$(uname -m)" "$$(nproc)" "$$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" \
+		>> benchmarks/RESULTS.md
+	@for script in $(BENCH); do \
 		echo "running $$script"; \
 		printf '\n## %s\n\n' "$$script" >> benchmarks/RESULTS.md; \
-		$(PY) $$script >> benchmarks/RESULTS.md 2>/dev/null || echo "(failed)" >> benchmarks/RESULTS.md; \
+		OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) $$script >> benchmarks/RESULTS.md 2>/dev/null \
+			|| echo "(failed)" >> benchmarks/RESULTS.md; \
 	done
 	@echo "wrote benchmarks/RESULTS.md"

@@ -321,9 +321,13 @@ def test_shots_are_seeded_and_close_to_exact():
     assert (a - exact(x)).abs().max() < 0.05
 
 
-def test_shots_refuse_silent_gradients():
-    layer = QuantumLayer(expval_circuit, 3, {"weights": (2, 3, 3)}, backend="statevector", shots=100)
-    with pytest.raises(ConfigError, match="without gradients"):
+def test_shots_refuse_autograd_gradients():
+    """Sampled values have no autograd gradient: backprop/adjoint with shots is refused (parameter-shift works:
+    tests/quantum/test_sampling.py)."""
+    layer = QuantumLayer(
+        expval_circuit, 3, {"weights": (2, 3, 3)}, backend="statevector", shots=100, diff_method="backprop"
+    )
+    with pytest.raises(ConfigError, match="no autograd gradient"):
         layer(torch.rand(2, 3))
 
 
@@ -375,5 +379,5 @@ def test_complex64_computes_in_single_precision_and_layer_keeps_input_dtype():
 def test_default_backend_of_quantum_layer_is_statevector():
     layer = QuantumLayer(expval_circuit, 3, {"weights": (2, 3, 3)})
     assert layer.backend == "statevector"
-    assert layer.resolved_backend.capabilities.diff_methods == ("best", "backprop")
+    assert layer.resolved_backend.capabilities.diff_methods == ("best", "backprop", "adjoint", "parameter-shift")
     assert math.isclose(layer(torch.zeros(1, 3))[0, 0].item(), layer(torch.zeros(3))[0].item(), abs_tol=1e-7)

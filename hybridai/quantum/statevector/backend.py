@@ -4,8 +4,14 @@ Targets: none (compute on the device of the inputs), ``cpu``, ``cuda``, ``cuda:N
 Options: ``dtype`` (``"complex128"``, default, or ``"complex64"``), ``seed`` (for shots),
 ``max_memory`` (bytes; default half the free GPU memory or half the RAM),
 ``fuse_max_qubits`` (largest register whose constant blocks become one unitary, default 10).
-Exact results are differentiable by autograd (``diff_method="backprop"``); results with
-shots are sampled and carry no gradient.
+Gradients (``diff_method``): ``"backprop"`` (autograd through every step: exact, fastest, keeps one
+state per step), ``"adjoint"`` (``adjoint.py``: one forward pass over the batch and one backward sweep of
+inverse gates, keeping about five states), ``"parameter-shift"`` (``shifts.py``: every shifted circuit of
+the batch in ONE run, exact or sampled), and ``"best"``: parameter-shift with shots; without shots
+backprop, or adjoint when backprop's stored states would exceed ``max_memory``.
+With ``shots``, values are estimated from samples drawn from the batched states (``torch.multinomial``
+per sample, ``torch.Generator`` seeded by ``seed``); their gradients use the parameter-shift rule on
+sampled values (``"best"`` or ``"parameter-shift"``).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+import numpy as np
 import torch
 
 from hybridai.core.capabilities import QuantumCapabilities
@@ -28,12 +35,16 @@ from hybridai.core.errors import (
     optional_int,
 )
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
+from hybridai.quantum.shift_rule import parameter_shift
+from hybridai.quantum.statevector.adjoint import ADJOINT_STATES, run_adjoint
 from hybridai.quantum.statevector.gates import SUGGESTION, Converter
-from hybridai.quantum.statevector.measurement import Measurement, measure_exact
-from hybridai.quantum.statevector.planning import Plan, check_memory, check_size, memory_limit
+from hybridai.quantum.statevector.measurement import Measurement, measure_exact, measure_sampled
+from hybridai.quantum.statevector.planning import MIN_STATES, Plan, check_memory, check_size, memory_limit
+from hybridai.quantum.statevector.shifts import flatten_results, shift_form, split_columns, stacked_operations
 
 DTYPES = {"complex128": torch.complex128, "complex64": torch.complex64}
 PLAN_CACHE_SIZE = 256
+DIFF_METHODS = ("best", "backprop", "adjoint", "parameter-shift")
 
 
 def _measurement_key(mp: Any) -> tuple:
@@ -89,7 +100,7 @@ class StatevectorBackend(QuantumExecutor):
             exact=self.shots is None,
             shots=True,
             noise=False,
-            diff_methods=("best", "backprop"),
+            diff_methods=DIFF_METHODS,
             devices=devices,
             dtype=str(self.cdtype).removeprefix("torch."),
         )
@@ -115,27 +126,23 @@ class StatevectorBackend(QuantumExecutor):
         return made
 
     def execute(self, tapes: Any, config: ExecutionConfig) -> Execution:
-        if config.diff_method not in ("best", "backprop"):
-            raise invalid("diff_method", config.diff_method, f"one of ('best', 'backprop') on {self.name!r}")
+        if config.diff_method not in DIFF_METHODS:
+            raise invalid("diff_method", config.diff_method, f"one of {DIFF_METHODS} on {self.name!r}")
         if config.mitigation is not None:
             raise invalid("mitigation", config.mitigation, f"None on {self.name!r} (exact: nothing to mitigate)")
         results, stats = [], ExecutionStats()
         for tape in tapes:
             started = time.perf_counter()
-            result, shots = self._execute(tape, list(config.wires), config)
+            result, shots, circuits = self._execute(tape, list(config.wires), config)
             results.append(result)
-            b = tape.batch_size or 1
-            stats = stats + ExecutionStats(b, 1, b * shots, time.perf_counter() - started)
+            stats = stats + ExecutionStats(circuits, 1, circuits * shots, time.perf_counter() - started)
         return Execution(results, stats)
 
-    def _execute(self, tape: Any, wires: list, config: ExecutionConfig) -> tuple[Any, int]:
+    def _prepared(self, operations: Any, mps: Any, wires: list, device: torch.device, b: int) -> tuple:
+        """(plan, measurements, steps) of ``operations`` measured by ``mps`` on ``b`` states."""
         n = len(wires)
-        device = self._device_of(tape)
-        b = tape.batch_size or 1
-        limit = self.max_memory if self.max_memory is not None else memory_limit(device)
-        check_size(n, b, self.cdtype, limit)  # before converting and planning allocate anything of size 2^n
         converter = Converter({w: i for i, w in enumerate(wires)}, self.cdtype, device)
-        steps = converter.convert(tape.operations)
+        steps = converter.convert(operations)
         fuse = n <= self.fuse_max_qubits and b >= 2 * 2**n
         key = (
             tuple(wires),
@@ -143,37 +150,103 @@ class StatevectorBackend(QuantumExecutor):
             fuse,
             device,
             self.cdtype,
-            tuple(map(_measurement_key, tape.measurements)),
+            tuple(map(_measurement_key, mps)),
         )
 
         def make() -> tuple[Plan, list[Measurement]]:
-            measurements = [Measurement(mp, n, converter, device) for mp in tape.measurements]
+            measurements = [Measurement(mp, n, converter, device) for mp in mps]
             return Plan([s.key for s in steps], n, fuse, device, self.cdtype), measurements
 
         plan, measurements = self._plan(key, make)  # measurements keep an equal converter: same key
-        check_memory(plan, n, b, self.cdtype, limit)
+        return plan, measurements, steps
+
+    def _method(self, config: ExecutionConfig, needs_grad: bool, shots: int | None, n: int, b: int, limit: int) -> str:
+        """The gradient method this run uses (``"none"`` when no gradient is needed)."""
+        method = config.diff_method
+        if not needs_grad:
+            return "none"
+        if shots:
+            if method not in ("best", "parameter-shift"):
+                raise ConfigError(
+                    f"shots={shots} with diff_method={method!r} on {self.name!r}: sampled values have no autograd "
+                    "gradient; accepted: diff_method='parameter-shift' (or 'best') with shots, or shots=None"
+                )
+            return "parameter-shift"
+        return method  # "best" without shots: decided by the plan's stored states (``_execute``)
+
+    def _execute(self, tape: Any, wires: list, config: ExecutionConfig) -> tuple[Any, int, int]:
+        """(results, shots per circuit, circuits run) of one tape."""
+        n = len(wires)
+        device = self._device_of(tape)
+        b = tape.batch_size or 1
+        limit = self.max_memory if self.max_memory is not None else memory_limit(device)
+        check_size(n, b, self.cdtype, limit)  # before converting and planning allocate anything of size 2^n
         shots = config.shots or (tape.shots.total_shots if tape.shots else self.shots)
         if tape.shots and tape.shots.has_partitioned_shots:
             raise UnsupportedOperationError(f"shot vectors ({tape.shots}) on the statevector backend; {SUGGESTION}")
-        if (
-            shots
-            and torch.is_grad_enabled()
-            and any(torch.is_tensor(p) and p.requires_grad for p in tape.get_parameters(trainable_only=False))
-        ):
-            raise ConfigError(
-                f"shots={shots} on {self.name!r} gives sampled values without gradients, but gradients were "
-                "requested; accepted: evaluate under torch.no_grad(), train with shots=None, or use "
-                "backend='pennylane:default.qubit' for parameter-shift gradients with shots"
-            )
-        psi = plan.run(steps, b)
-        mps = tape.measurements
+        needs_grad = torch.is_grad_enabled() and any(
+            torch.is_tensor(p) and p.requires_grad for p in tape.get_parameters(trainable_only=False)
+        )
+        method = self._method(config, needs_grad, shots, n, b, limit)
+        generator = None
         if shots:
             generator = torch.Generator()
             seed = config.seed if config.seed is not None else self.seed
             generator.seed() if seed is None else generator.manual_seed(seed)
-            results = [m.sampled(psi, mp, shots, generator) for m, mp in zip(measurements, mps, strict=True)]
+        if method == "parameter-shift":
+            result, circuits = self._shifted(tape, wires, device, b, limit, shots, generator)
+            return result, shots or 0, circuits
+        plan, measurements, steps = self._prepared(tape.operations, tape.measurements, wires, device, b)
+        mps = tape.measurements
+        if method == "best":  # backprop, unless its stored states (one per planned step) would exceed the limit
+            itemsize = torch.empty((), dtype=self.cdtype).element_size()
+            kept = itemsize * 2**n * b * (len(plan.funcs) + MIN_STATES) + plan.fused_runs * itemsize * 4**n * 8
+            method = "adjoint" if kept > limit else "backprop"
+        if method == "adjoint":
+            check_size(n, b, self.cdtype, limit, ADJOINT_STATES)
+            results = run_adjoint(steps, n, b, self.cdtype, device, lambda psi: measure_exact(measurements, mps, psi))
         else:
-            results = measure_exact(measurements, mps, psi)
+            check_memory(plan, n, b, self.cdtype, limit)
+            psi = plan.run(steps, b)
+            if shots:
+                results = measure_sampled(measurements, mps, psi, shots, generator)
+            else:
+                results = measure_exact(measurements, mps, psi)
         if tape.batch_size is None:
             results = [r.squeeze(0) for r in results]
-        return (tuple(results) if len(results) > 1 else results[0]), shots or 0
+        return (tuple(results) if len(results) > 1 else results[0]), shots or 0, b
+
+    def _shifted(
+        self, tape: Any, wires: list, device: torch.device, b: int, limit: int, shots: int | None, generator: Any
+    ) -> Any:
+        """Values differentiable by the parameter-shift rule: all ``S`` shifted parameter sets of the batch run
+        as ONE batch of ``S * b`` circuits (sampled with ``shots``, else exact); also the number of circuits."""
+        kinds = [type(mp).__name__ for mp in tape.measurements]
+        if any(k in ("StateMP", "DensityMatrixMP") for k in kinds):
+            raise UnsupportedOperationError(
+                f"parameter-shift gradients of {kinds} on {self.name!r} (expval, var and probs only); accepted: "
+                "diff_method='backprop' or 'adjoint' with shots=None"
+            )
+        form = shift_form(tape.operations)
+        rdtype = torch.float32 if self.cdtype == torch.complex64 else torch.float64
+        widths: list[int] = []
+        circuits: list[int] = []
+
+        def evaluate(values: list[np.ndarray]) -> list[np.ndarray]:
+            (v,) = values
+            rows = v.shape[0] * v.shape[1]
+            check_size(len(wires), rows, self.cdtype, limit)
+            operations = stacked_operations(form, v, rdtype, device)
+            plan, measurements, steps = self._prepared(operations, tape.measurements, wires, device, rows)
+            with torch.no_grad():
+                psi = plan.run(steps, rows)
+                if shots:
+                    results = measure_sampled(measurements, tape.measurements, psi, shots, generator)
+                else:
+                    results = measure_exact(measurements, tape.measurements, psi)
+            widths[:] = [r.shape[1] if r.dim() > 1 else 0 for r in results]
+            circuits.append(rows)
+            return [flatten_results(results, rows).cpu().numpy().reshape(v.shape[0], v.shape[1], -1)]
+
+        (raw,) = parameter_shift([form.params], [b], evaluate)
+        return split_columns(raw.to(device, rdtype), widths, tape.batch_size is not None), sum(circuits)

@@ -16,6 +16,7 @@ from hybridai.core.errors import UnsupportedOperationError
 from hybridai.quantum.recording import recording
 from hybridai.quantum.statevector.gates import SUGGESTION, Converter, exact_tensor
 from hybridai.quantum.statevector.planning import apply_matrix, bit_positions
+from hybridai.quantum.statevector.sampling import counts
 
 LETTERS = {"X", "Y", "Z", "I"}
 
@@ -186,7 +187,7 @@ class Measurement:
         import pennylane as qml
 
         if self.kind == "ProbabilityMP":
-            return _counts(marginal_probs(self._rotated(psi, mp), self.n, self.wires), shots, generator) / shots
+            return counts(marginal_probs(self._rotated(psi, mp), self.n, self.wires), shots, generator) / shots
         if self.kind not in ("ExpectationMP", "VarianceMP"):
             raise UnsupportedOperationError(f"{self.kind} cannot be sampled with shots; {SUGGESTION}")
         rep = mp.obs.pauli_rep
@@ -209,18 +210,10 @@ class Measurement:
             rotated = psi if measured is None else self._rotated(psi, measured)
             wires = self.converter.positions(term.wires)
             eig = torch.as_tensor(eigvals, dtype=psi.real.dtype, device=psi.device)
-            freq = _counts(marginal_probs(rotated, self.n, wires), shots, generator) / shots
+            freq = counts(marginal_probs(rotated, self.n, wires), shots, generator) / shots
             mean = freq @ eig
             total = total + coeff * (mean if self.kind == "ExpectationMP" else freq @ eig**2 - mean**2)
         return total
-
-
-def _counts(probs: torch.Tensor, shots: int, generator: torch.Generator) -> torch.Tensor:
-    """Multinomial counts ``[B, d]`` of ``shots`` samples per row (drawn on the CPU, seeded)."""
-    p = probs.detach().to("cpu", torch.float64).clamp_min(0)
-    samples = torch.multinomial(p / p.sum(-1, keepdim=True), shots, replacement=True, generator=generator)
-    counts = torch.zeros_like(p).scatter_add_(1, samples, torch.ones_like(samples, dtype=p.dtype))
-    return counts.to(probs.device, probs.dtype)
 
 
 def measure_exact(measurements: list[Measurement], mps: list[Any], psi: torch.Tensor) -> list[torch.Tensor]:
@@ -236,4 +229,28 @@ def measure_exact(measurements: list[Measurement], mps: list[Any], psi: torch.Te
     for i, (m, mp) in enumerate(zip(measurements, mps, strict=True)):
         if results[i] is None:
             results[i] = m.exact(psi, mp, probs)
+    return results
+
+
+JOINT_MAX_QUBITS = 16  # Z-word expectations share one set of samples of the whole register up to this size
+
+
+def measure_sampled(
+    measurements: list[Measurement], mps: list[Any], psi: torch.Tensor, shots: int, generator: torch.Generator
+) -> list[torch.Tensor]:
+    """All results of a tape estimated from ``shots`` samples per state. Expectations of Z-words are read
+    from ONE set of samples of the whole register (as one measurement in the computational basis gives
+    them all); other measurements draw their own samples in their own basis."""
+    results: list[torch.Tensor | None] = [None] * len(mps)
+    n = measurements[0].n if measurements else 0
+    diagonal = [i for i, m in enumerate(measurements) if m.diagonal] if n <= JOINT_MAX_QUBITS else []
+    if diagonal:
+        freq = counts(probabilities(psi), shots, generator) / shots
+        vectors = torch.stack([measurements[i].z_vector(mps[i], freq.dtype) for i in diagonal], dim=1)
+        columns = freq @ vectors
+        for c, i in enumerate(diagonal):
+            results[i] = columns[:, c]
+    for i, (m, mp) in enumerate(zip(measurements, mps, strict=True)):
+        if results[i] is None:
+            results[i] = m.sampled(psi, mp, shots, generator)
     return results
