@@ -13,17 +13,22 @@ ground-state energy is the lowest eigenvalue in the two-electron sector. Then:
    (a cubic spline through exact energies every 0.01 A): trajectory deviation from the exact
    run, vibrational period and total-energy drift.
 
-One table is printed and a PNG is saved next to this script. The numbers are whatever they
-turn out to be: this example measures, it does not claim a quantum advantage.
+One table is printed and ``molecular_dynamics.png`` is saved in ``--out`` (created first). Exact
+energies are cached in ``qchem_energies.json`` there, so a second run does not recompute them. The
+numbers are whatever they turn out to be: this example measures, it does not claim a quantum advantage.
+``examples/molecular_noise.py`` reuses these pieces on a noisy device, with and without ZNE.
 
-Run: ``.venv/bin/python examples/molecular_dynamics.py`` (about a minute on 2 CPU cores).
+Run: ``.venv/bin/python examples/molecular_dynamics.py --out out`` (about a minute on 2 CPU cores).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -35,36 +40,96 @@ MU = 1.00782503207 * 1822.888486 / 2  # reduced mass of H2 in electron masses
 N_QUBITS = 4
 
 
-def exact_energy(r: float) -> float:
-    """Full-CI ground-state energy of H2 (STO-3G) at bond length ``r`` (Angstrom), in Hartree."""
+def fci_energy(symbols: Sequence[str], coordinates: np.ndarray, charge: int = 0, basis: str = "sto-3g") -> float:
+    """Full-CI ground-state energy (Hartree) of a molecule; ``coordinates`` ``[atoms, 3]`` in Angstrom.
+
+    PennyLane's qchem builds the qubit Hamiltonian with its own differentiable Hartree-Fock (no pyscf);
+    the lowest eigenvalue in the sector of the right electron number is the FCI energy.
+    """
     import pennylane as qml
 
-    molecule = qml.qchem.Molecule(["H", "H"], np.array([0.0, 0.0, 0.0, 0.0, 0.0, r / BOHR]), unit="bohr")
+    bohr = np.asarray(coordinates, dtype=float).reshape(-1) / BOHR
+    molecule = qml.qchem.Molecule(list(symbols), bohr, charge=charge, basis_name=basis, unit="bohr")
     hamiltonian, n = qml.qchem.molecular_hamiltonian(molecule, method="dhf")
     matrix = hamiltonian.sparse_matrix(wire_order=range(n)).toarray()
-    two_electrons = [i for i in range(2**n) if i.bit_count() == 2]  # H conserves the electron number
-    return float(np.linalg.eigvalsh(matrix[np.ix_(two_electrons, two_electrons)])[0])
+    sector = [i for i in range(2**n) if i.bit_count() == molecule.n_electrons]  # H conserves the electron number
+    return float(np.linalg.eigvalsh(matrix[np.ix_(sector, sector)])[0])
+
+
+def h2_geometry(r: float) -> tuple[tuple[str, ...], np.ndarray, int]:
+    """(symbols, coordinates in Angstrom, charge) of H2 with bond length ``r`` (Angstrom)."""
+    return ("H", "H"), np.array([[0.0, 0.0, 0.0], [0.0, 0.0, r]]), 0
+
+
+def exact_energy(r: float) -> float:
+    """Full-CI ground-state energy of H2 (STO-3G) at bond length ``r`` (Angstrom), in Hartree."""
+    return fci_energy(*h2_geometry(r))
+
+
+class EnergyCache:
+    """Exact energies kept in a small JSON file, keyed by method, basis, charge, atoms and coordinates.
+
+    ``energies(geometries)`` computes only what the file lacks (with a progress bar) and rewrites the
+    file atomically (temporary file, then rename), also when interrupted part way.
+    """
+
+    def __init__(self, path: Path | str, basis: str = "sto-3g") -> None:
+        self.path, self.basis = Path(path), basis
+        try:
+            self.values: dict[str, float] = json.loads(self.path.read_text()) if self.path.exists() else {}
+        except (OSError, ValueError):
+            print(f"{self.path}: unreadable, starting a new energy cache")
+            self.values = {}
+
+    def key(self, symbols: Sequence[str], coordinates: np.ndarray, charge: int) -> str:
+        xyz = ",".join(f"{c:.8f}" for c in np.asarray(coordinates, dtype=float).reshape(-1))
+        return f"fci/{self.basis}/charge={charge}/{'-'.join(symbols)}/{xyz}"
+
+    def energies(self, geometries: Sequence[tuple], desc: str = "exact energies (qchem, FCI)") -> np.ndarray:
+        """FCI energies (Hartree) of ``(symbols, coordinates in Angstrom, charge)`` geometries."""
+        from tqdm.auto import tqdm
+
+        keys = [self.key(*g) for g in geometries]
+        missing = {k: g for k, g in zip(keys, geometries, strict=True) if k not in self.values}
+        try:
+            for k, g in tqdm(missing.items(), desc=desc, unit="geometry", disable=not missing):
+                self.values[k] = fci_energy(*g, basis=self.basis)
+        finally:
+            if missing:
+                self.save()
+        return np.array([self.values[k] for k in keys])
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        temporary.write_text(json.dumps(self.values, indent=0))
+        os.replace(temporary, self.path)
 
 
 class ReuploadingMap:
-    """Quantum feature map of one bond length: 2 layers of RY(s r) RZ(s r) on 4 qubits + a CNOT ring.
+    """Quantum feature map: 2 layers of RY(s x) RZ(s x) on every qubit, then CNOTs on ``pairs``.
 
-    ``scale`` s (1/Angstrom) is the bandwidth hyper-parameter chosen by cross-validation.
+    ``scale`` s (1/Angstrom) is the bandwidth hyper-parameter chosen by cross-validation. Qubit q
+    encodes feature ``q mod F`` (F = 1 here: the bond length on all 4 qubits). ``pairs`` default to a
+    ring; a device's own couplings avoid SWAPs on hardware.
     """
 
-    def __init__(self, scale: float) -> None:
+    def __init__(self, scale: float, n_qubits: int = N_QUBITS, pairs: Sequence[tuple[int, int]] | None = None) -> None:
         self.scale = float(scale)
+        self.n_qubits = n_qubits
+        ring = tuple((q, (q + 1) % n_qubits) for q in range(n_qubits))
+        self.pairs = ring if pairs is None else tuple(tuple(p) for p in pairs)
 
     def __call__(self, x: torch.Tensor) -> None:
         import pennylane as qml
 
-        angle = self.scale * x[..., 0]
         for _ in range(2):
-            for q in range(N_QUBITS):
+            for q in range(self.n_qubits):
+                angle = self.scale * x[..., q % x.shape[-1]]
                 qml.RY(angle, wires=q)
                 qml.RZ(angle, wires=q)
-            for q in range(N_QUBITS):
-                qml.CNOT([q, (q + 1) % N_QUBITS])
+            for a, b in self.pairs:
+                qml.CNOT([a, b])
 
     def __repr__(self) -> str:
         return f"ReuploadingMap(scale={self.scale:.3g})"
@@ -112,31 +177,43 @@ def spline_energy(r_grid: np.ndarray, e_grid: np.ndarray):
 
 
 def energies_and_forces(energy, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """E (Hartree) and F = -dE/dr (Hartree/Angstrom) at bond lengths ``r``, by autograd."""
+    """E (Hartree) and F = -dE/dr (Hartree/Angstrom) at geometries ``r`` ([N] bond lengths or [N, D]
+    internal coordinates, Angstrom), by autograd."""
     rt = torch.tensor(r, dtype=torch.float64, requires_grad=True)
     e = energy(rt)
     (grad,) = torch.autograd.grad(e.sum(), rt)
     return e.detach().numpy(), -grad.numpy()
 
 
-def velocity_verlet(energy, r0: float, dt_fs: float, steps: int) -> dict[str, np.ndarray]:
-    """Bond-length dynamics (reduced mass of H2, starting at rest at ``r0`` Angstrom) on ``energy``."""
+def velocity_verlet(
+    energy: Callable, r0: float | np.ndarray, dt_fs: float, steps: int, inverse_mass: float | np.ndarray = 1 / MU
+) -> dict[str, np.ndarray]:
+    """Classical dynamics on ``energy``, starting at rest at ``r0`` (Angstrom).
+
+    ``r0`` is one bond length (then ``inverse_mass`` is 1/mu, per electron mass: H2's reduced mass by
+    default) or a vector of D internal coordinates (then ``inverse_mass`` is the D x D Wilson G matrix,
+    constant for bond lengths of a linear molecule). Returns times (fs), coordinates (Angstrom, ``[T]``
+    or ``[T, D]``) and the total energy (Hartree) at each step.
+    """
     dt = dt_fs / FS  # atomic units of time
+    g = np.asarray(inverse_mass, dtype=float)
+    mass = 1 / g if g.ndim == 0 else np.linalg.inv(g)
 
-    def force(r_bohr: float) -> tuple[float, float]:
-        e, f = energies_and_forces(energy, np.array([r_bohr * BOHR]))
-        return float(e[0]), float(f[0]) * BOHR  # Hartree, Hartree/bohr
+    def force(r_bohr: np.ndarray) -> tuple[float, np.ndarray]:
+        e, f = energies_and_forces(energy, (r_bohr * BOHR)[None])
+        return float(e[0]), f[0] * BOHR  # Hartree, Hartree/bohr
 
-    r, v = r0 / BOHR, 0.0
+    r = np.asarray(r0, dtype=float) / BOHR
+    v = np.zeros_like(r)
     e, f = force(r)
     rs, totals = [r], [e]
     for _ in range(steps):
-        v += 0.5 * dt * f / MU
-        r += dt * v
+        v = v + 0.5 * dt * (g @ f if g.ndim else g * f)
+        r = r + dt * v
         e, f = force(r)
-        v += 0.5 * dt * f / MU
+        v = v + 0.5 * dt * (g @ f if g.ndim else g * f)
         rs.append(r)
-        totals.append(e + 0.5 * MU * v * v)
+        totals.append(e + 0.5 * float(v @ mass @ v if g.ndim else mass * v * v))
     return {"t": np.arange(steps + 1) * dt_fs, "r": np.array(rs) * BOHR, "total": np.array(totals)}
 
 
@@ -148,7 +225,8 @@ def period_fs(t: np.ndarray, r: np.ndarray) -> float:
     return float(np.diff(times).mean()) if len(times) > 1 else float("nan")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, dict]:
+    """Run the comparison; prints the table, saves the figure and returns the table's rows."""
     parser = argparse.ArgumentParser(description="H2 dynamics on quantum-kernel and RBF-kernel surfaces")
     parser.add_argument("--train", type=int, default=12, help="training bond lengths (evenly spaced)")
     parser.add_argument("--test", type=int, default=40, help="random test bond lengths")
@@ -159,10 +237,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--backend", default="pennylane:default.qubit", help="quantum backend of the kernels")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--png", default=str(Path(__file__).with_suffix(".png")))
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=Path("."), help="folder for the PNG and the energy cache")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)  # before the run, not after it
+    png = args.out / "molecular_dynamics.png"
     warnings.filterwarnings("ignore", category=DeprecationWarning)
-    torch.manual_seed(args.seed)
     start = time.perf_counter()
 
     from sklearn.kernel_ridge import KernelRidge
@@ -178,7 +257,7 @@ def main() -> None:
     r_grid = np.arange(args.r_min - 0.05, args.r_max + 0.05 + 1e-9, 0.01)
     h = 1e-4
     points = [*r_train, *r_test, *(r_test - h), *(r_test + h), *r_grid]
-    values = np.array([exact_energy(r) for r in tqdm(points, desc="exact energies (qchem, FCI)", unit="geometry")])
+    values = EnergyCache(args.out / "qchem_energies.json").energies([h2_geometry(r) for r in points])
     n_tr, n_te = len(r_train), len(r_test)
     e_train, e_test = values[:n_tr], values[n_tr : n_tr + n_te]
     f_test = -(values[n_tr + 2 * n_te : n_tr + 3 * n_te] - values[n_tr + n_te : n_tr + 2 * n_te]) / (2 * h)
@@ -272,12 +351,10 @@ def main() -> None:
     print(f"\nexact-data generation {t_data:.1f} s, total {time.perf_counter() - start:.1f} s")
 
     # ---------------------------------------------------------------- figure
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(2, 2, figsize=(12, 8))
+    fig = Figure(figsize=(12, 8))
+    ax = fig.subplots(2, 2)
     styles = {"exact": "k-", "classical RBF": "C0--", "quantum fidelity": "C1-.", "quantum projected": "C2:"}
     for name in order:
         e, f = energies_and_forces(surfaces[name], r_grid)
@@ -295,8 +372,9 @@ def main() -> None:
     for a in ax.flat:
         a.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(args.png, dpi=120)
-    print(f"figure: {args.png}")
+    fig.savefig(png, dpi=120)
+    print(f"figure: {png}")
+    return rows
 
 
 if __name__ == "__main__":

@@ -1,0 +1,79 @@
+"""The noisy-device molecular example (--quick: H2 only): the table's structure, the cache, the PNG, and what ZNE
+does to the Gram matrices on the fixed seed."""
+
+import contextlib
+import importlib.util
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "molecular_noise.py"
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("molecular_noise", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while being defined
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("molecular") / "new" / "dir"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        result = _example().main(["--quick", "--out", str(out)])
+    return out, result, printed.getvalue()
+
+
+def _row(result, kernel, route):
+    (row,) = [r for r in result["rows"] if r["kernel"] == kernel and r["route"] == route]
+    return row
+
+
+def test_quick_run_prints_one_full_table_and_writes_into_a_new_folder(quick):
+    out, result, printed = quick
+    routes = ("exact", "noisy", "ZNE Richardson", "ZNE exponential")
+    expected = [("exact (FCI)", ""), ("classical RBF", "exact")]
+    expected += [(k, r) for k in ("quantum fidelity", "quantum projected") for r in routes]
+    assert [(r["kernel"], r["route"]) for r in result["rows"]] == expected
+    assert {r["system"] for r in result["rows"]} == {"H2"}
+    for kernel in ("quantum fidelity", "quantum projected"):
+        exact, noisy, rich, expo = (_row(result, kernel, r) for r in routes)
+        assert exact["shots"] == 0 and noisy["shots"] > 0
+        assert rich["shots"] == expo["shots"] == rich["circuits"] * 2000  # 2000 shots per circuit
+        assert rich["circuits"] > 2 * noisy["circuits"] / 3  # 3 scale factors (the noisy route adds a device scan)
+        for row in (exact, noisy, rich, expo):
+            assert row["E MAE mHa"] > 0 and row["F MAE mHa/A"] > 0 and row["wall s"] > 0
+            assert "(" in row["PSD repair |dK|_F (neg. eigs)"]
+        assert all(row["Gram err F"] >= row["Gram err max"] > 0 for row in (noisy, rich, expo))
+    # the projected kernel measures N points (3 bases), the fidelity kernel N(N-1)/2 + G N pairs
+    assert (
+        _row(result, "quantum projected", "noisy")["circuits"] < _row(result, "quantum fidelity", "noisy")["circuits"]
+    )
+    assert result["png"] == out / "molecular_noise.png" and result["png"].stat().st_size > 20_000
+    cache = json.loads((out / "qchem_energies.json").read_text())
+    assert len(cache) > 20 and all(k.startswith("fci/sto-3g/charge=0/H-H/") for k in cache)
+    assert printed.count("| H2 |") == len(expected) and "'+12%' claim measured" in printed
+
+
+def test_zne_brings_the_fidelity_gram_matrix_closer_to_the_exact_one(quick):
+    _, result, _ = quick
+    noisy = _row(result, "quantum fidelity", "noisy")["Gram err F"]
+    assert _row(result, "quantum fidelity", "ZNE Richardson")["Gram err F"] < noisy
+    assert _row(result, "quantum fidelity", "ZNE exponential")["Gram err F"] < noisy
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding, seed 0, 2000 shots: Richardson amplifies the shot noise of the measured Bloch vectors, and the "
+    "projected kernel's gamma amplifies it again, so ZNE moves the projected Gram matrix AWAY from the exact one",
+)
+def test_zne_brings_the_projected_gram_matrix_closer_to_the_exact_one(quick):
+    _, result, _ = quick
+    noisy = _row(result, "quantum projected", "noisy")["Gram err F"]
+    assert _row(result, "quantum projected", "ZNE Richardson")["Gram err F"] < noisy
