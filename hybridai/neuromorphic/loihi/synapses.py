@@ -198,53 +198,21 @@ def run_network(
         ops = int((delivered.sum((0, 1), dtype=torch.int64) * fan_out).sum())
         group = Compartments(layer.config, weights.shape[0], source.device, quirks)
         steps, batch = source.shape[0], source.shape[1]
-        step_input, scale = _delayed_input(delivered, syn)
-        out = group.simulate_steps(step_input, syn.q_max, steps, batch, bias_from=index, record=record, q_scale=scale)
+        step_input = _delayed_input(delivered, syn)
+        out = group.simulate_steps(step_input, syn.q_max, steps, batch, bias_from=index, record=record)
         runs.append(LayerRun(out["spikes"], out.get("v"), out.get("v_pre"), ops, out["active"]))
         source = out["spikes"]
     return runs
 
 
-def _int8_matmul_works(batch: int, weights8: torch.Tensor) -> bool:
-    """Whether torch's private int8 matmul (``torch._int_mm``, int32 sums) is exact here for inputs
-    [batch, F] against ``weights8`` [N, F].T: checked once on pseudo-random data of these shapes (some
-    builds give wrong sums for F = 1)."""
-    if not hasattr(torch, "_int_mm") or weights8.shape[1] < 2:
-        return False
-    generator = torch.Generator().manual_seed(0)
-    spikes = torch.randint(0, 128, (batch, weights8.shape[1]), dtype=torch.int8, generator=generator)
-    try:
-        summed = torch._int_mm(spikes, weights8.T, out=torch.empty(batch, weights8.shape[0], dtype=torch.int32))
-    except RuntimeError:
-        return False
-    return torch.equal(summed.double(), spikes.double() @ weights8.double().T)  # float64: exact here
-
-
-def _delayed_input(delivered: torch.Tensor, syn: _Synapses) -> tuple[Callable[[int], torch.Tensor | None], float]:
+def _delayed_input(delivered: torch.Tensor, syn: _Synapses) -> Callable[[int], torch.Tensor | None]:
     """q at step t of spikes ``delivered`` [S - 1, B, F] (non-negative) one step late, one matmul per step
-    into reused buffers (no [S, B, N] input held in memory); and the scale q's values stand for.
+    into reused buffers (no [S, B, N] input held in memory).
 
-    On the CPU, when counts and mantissas fit in int8 and every sum in int32, the matmul is int8 x int8 ->
-    int32 (exact, and several times faster than float32), its scale ``2^after``."""
+    The matmul is a float32 GEMM when every sum is exact in float32 (``_synapses``), else float64: fast
+    with every BLAS. (An int8 x int8 -> int32 product, ``torch._int_mm``, was several times faster on one
+    Intel CPU but 4-5x slower than float32 on an AMD EPYC, so it is not used.)"""
     batch, device, n = delivered.shape[1], delivered.device, syn.matrix.shape[1]
-    if (
-        device.type == "cpu"
-        and syn.after is not None
-        and syn.largest < 2**31
-        and delivered.numel()
-        and int(delivered.max()) <= 127
-        and int(syn.per_spike.min()) >= -128
-        and int(syn.per_spike.max()) <= 127
-        and _int8_matmul_works(batch, syn.per_spike.to(torch.int8))
-    ):
-        spikes8 = delivered.view(torch.int8) if delivered.dtype == torch.bool else delivered.to(torch.int8)
-        matrix8 = syn.per_spike.to(torch.int8).T
-        summed8 = torch.empty(batch, n, dtype=torch.int32, device=device)
-
-        def int_input(t: int) -> torch.Tensor | None:
-            return torch._int_mm(spikes8[t - 1], matrix8, out=summed8) if t else None
-
-        return int_input, 2.0**syn.after
     matrix, post = syn.matrix, syn.post
     spikes = torch.empty(batch, delivered.shape[2], dtype=matrix.dtype, device=device)
     summed = torch.empty(batch, n, dtype=matrix.dtype, device=device)
@@ -255,4 +223,4 @@ def _delayed_input(delivered: torch.Tensor, syn: _Synapses) -> tuple[Callable[[i
         torch.mm(spikes.copy_(delivered[t - 1]), matrix, out=summed)
         return post(summed) if post is not None else summed
 
-    return float_input, 1.0
+    return float_input
