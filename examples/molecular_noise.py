@@ -4,7 +4,9 @@ Two potential-energy surfaces, all data generated here offline (PennyLane qchem,
 energies cached in ``--out``/qchem_energies.json):
 
 - H2, one coordinate (the bond length), 4-qubit feature map: the quick case (``--quick`` runs only it);
-- linear H-H-H+, two coordinates (the two bond lengths), 6-qubit feature map.
+- linear H-H-H+, two coordinates (the two bond lengths), 6-qubit feature map of two mirror-invariant
+  features (mean bond length and squared asymmetry: swapping the bonds gives the same molecule), so
+  each distinct molecule of the training and tabulation grids is measured once.
 
 Each surface is learned by kernel ridge regression with a classical RBF kernel and with the quantum
 fidelity and projected kernels of ``molecular_dynamics.ReuploadingMap`` (its CNOTs follow the device's
@@ -110,11 +112,22 @@ class System:
     exact: Callable  # the FCI surface: a spline, x [N, D] -> E [N]
     r0: np.ndarray  # start of the dynamics (at rest), Angstrom
     inverse_mass: np.ndarray  # D x D, 1/electron masses
+    features: Callable[[np.ndarray], np.ndarray] = lambda x: x  # what the kernels see of coordinates [N, D]
 
     @property
     def x_grid(self) -> np.ndarray:
         mesh = np.meshgrid(*self.axes, indexing="ij")
         return np.stack([m.reshape(-1) for m in mesh], 1)
+
+    @property
+    def f_train(self) -> np.ndarray:
+        return self.features(self.x_train)
+
+    @property
+    def f_grid(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct features of the grid points (each measured once) and, per grid point, its row there."""
+        distinct, inverse = np.unique(self.features(self.x_grid).round(12), axis=0, return_inverse=True)
+        return distinct, inverse.reshape(-1)
 
 
 def grid_surface(axes: list[np.ndarray], values: np.ndarray) -> Callable:
@@ -184,13 +197,23 @@ def h3_geometry(r1: float, r2: float) -> tuple[tuple[str, ...], np.ndarray, int]
     return ("H", "H", "H"), np.array([[0.0, 0.0, 0.0], [0.0, 0.0, a], [0.0, 0.0, a + b]]), 1
 
 
+def bond_invariants(x: np.ndarray) -> np.ndarray:
+    """Features of linear H3+ that do not change when its two bonds swap (the same molecule, mirrored):
+    the mean bond length (r1 + r2) / 2 and the squared asymmetry (r1 - r2)^2, both smooth in (r1, r2)."""
+    r1, r2 = x[:, 0], x[:, 1]
+    return np.stack([(r1 + r2) / 2, (r1 - r2) ** 2], 1)
+
+
 def h3_system(cache: EnergyCache, quick: bool, seed: int) -> System:
-    """Linear H3+ on [0.6, 1.4]^2 A: a 5 x 5 training grid, random test points, dynamics of both bonds
-    from (0.95, 0.72) A at rest (three hydrogen masses: Wilson G matrix of two bond lengths)."""
+    """Linear H3+ on [0.6, 1.4]^2 A: the distinct molecules of a 5 x 5 training grid (r1 <= r2: 15), random
+    test points, dynamics of both bonds from (0.95, 0.72) A at rest (three hydrogen masses: Wilson G matrix
+    of two bond lengths). Every kernel sees the mirror-invariant ``bond_invariants``, so a learned surface
+    is symmetric and each grid molecule is measured once (21 of the 6 x 6 tabulation grid's 36 points)."""
     rng = np.random.default_rng(seed + 1)
     axis = np.round(np.arange(0.6, 1.4 + 1e-9, 0.05), 10)  # exact grid, 0.05 A
     exact_grid = np.stack([m.reshape(-1) for m in np.meshgrid(axis, axis, indexing="ij")], 1)
     train = np.stack([m.reshape(-1) for m in np.meshgrid(axis[::4], axis[::4], indexing="ij")], 1)
+    train = train[train[:, 0] <= train[:, 1]]  # (r1, r2) and (r2, r1) are one molecule
     x_test = rng.uniform(0.6, 1.4, (12 if quick else 30, 2))
     e = cache.energies([h3_geometry(*x) for x in (*exact_grid, *x_test)], desc="H3+ exact energies (qchem, FCI)")
     e_grid, e_test = e[: len(exact_grid)], e[len(exact_grid) :]
@@ -198,7 +221,8 @@ def h3_system(cache: EnergyCache, quick: bool, seed: int) -> System:
     return System(
         name="H3+",
         description=f"linear H3+ / STO-3G, bond lengths (r1, r2) in [0.6, 1.4]^2 A: {len(train)} training "
-        f"(5 x 5 grid), {len(x_test)} random test geometries",
+        f"(the distinct molecules of a 5 x 5 grid), {len(x_test)} random test geometries; kernels of the "
+        "mirror-invariant features ((r1 + r2) / 2, (r1 - r2)^2)",
         n_qubits=6,
         pairs=TREE,
         x_train=train,
@@ -210,6 +234,7 @@ def h3_system(cache: EnergyCache, quick: bool, seed: int) -> System:
         exact=grid_surface([axis, axis], e_grid),
         r0=np.array([0.95, 0.72]),
         inverse_mass=np.array([[2.0, -1.0], [-1.0, 2.0]]) / M_H,
+        features=bond_invariants,
     )
 
 
@@ -339,7 +364,7 @@ def fidelity_routes(make: Kernels, scales: np.ndarray, y: np.ndarray, cv) -> tup
     from tqdm.auto import tqdm
 
     system = make.system
-    X, G = torch.tensor(system.x_train), torch.tensor(system.x_grid)
+    X, G = torch.tensor(system.f_train), torch.tensor(system.f_grid[0])
     n, g = len(X), len(G)
     exact = {s: measure(make("exact", s), lambda k: k.matrix(X)) for s in scales}
     (s0,) = best_by_cv({(s,): c.value for s, c in exact.items()}, y, cv)
@@ -374,7 +399,7 @@ def projected_routes(make: Kernels, scales: np.ndarray, y: np.ndarray, cv) -> tu
     from tqdm.auto import tqdm
 
     system = make.system
-    X, G = torch.tensor(system.x_train), torch.tensor(system.x_grid)
+    X, G = torch.tensor(system.f_train), torch.tensor(system.f_grid[0])
     XG, n = torch.cat([X, G]), len(X)
 
     def best(bloch: dict) -> tuple:
@@ -446,7 +471,7 @@ def learn(system: System, measured: Measured, cv, row: dict) -> Outcome:
     offset = float(system.e_train.mean())  # kernel ridge has no intercept: models fit E - mean(E_train)
     repaired, repair = repair_report(measured.k_train)
     alpha, _, model = cv_alpha(repaired, system.e_train - offset, cv)
-    surface = grid_surface(system.axes, model.predict(measured.k_grid) + offset)
+    surface = grid_surface(system.axes, model.predict(measured.k_grid)[system.f_grid[1]] + offset)
     e, f = energies_and_forces(surface, system.x_test)
     row = {**row, "hyper-parameters (CV)": f"{measured.params}, alpha={alpha:.0e}"}
     if measured.reference is not None:
@@ -469,9 +494,9 @@ def learn_all(system: System, make: dict[str, Kernels], scales: np.ndarray, cv, 
 
     y = system.e_train - float(system.e_train.mean())
     base = {"system": system.name}
-    (g,) = best_by_cv({(g,): rbf_kernel(system.x_train, gamma=g) for g in RBF_GAMMAS}, y, cv)
-    rbf = Measured(rbf_kernel(system.x_train, gamma=g), rbf_kernel(system.x_grid, system.x_train, gamma=g), None,
-                   f"gamma={g:.3g} A^-2")  # fmt: skip
+    x, grid = system.f_train, system.f_grid[0]
+    (g,) = best_by_cv({(g,): rbf_kernel(x, gamma=g) for g in RBF_GAMMAS}, y, cv)
+    rbf = Measured(rbf_kernel(x, gamma=g), rbf_kernel(grid, x, gamma=g), None, f"gamma={g:.3g} A^-2")
     outcomes = [learn(system, rbf, cv, {**base, "kernel": "classical RBF", "route": "exact"})]
     outcomes[0].tabulation_mha = tabulation_error(system, g, outcomes[0])
     bar.update()
@@ -513,8 +538,8 @@ def tabulation_error(system: System, gamma: float, rbf: Outcome) -> float:
     from sklearn.kernel_ridge import KernelRidge
 
     offset = float(system.e_train.mean())
-    model = KernelRidge(kernel="rbf", gamma=gamma, alpha=rbf.alpha).fit(system.x_train, system.e_train - offset)
-    direct = model.predict(system.x_test) + offset
+    model = KernelRidge(kernel="rbf", gamma=gamma, alpha=rbf.alpha).fit(system.f_train, system.e_train - offset)
+    direct = model.predict(system.features(system.x_test)) + offset
     spline, _ = energies_and_forces(rbf.surface, system.x_test)
     return 1000 * float(np.abs(direct - spline).max())
 
@@ -590,15 +615,16 @@ def verdict(rows: list[dict]) -> list[str]:
 
 def costs(system: System, scans: dict[str, Call], n_scales: int) -> str:
     """What each kernel measures on hardware for this system, and what its bandwidth scan cost."""
-    n, g = len(system.x_train), len(system.x_grid)
+    n, g = len(system.x_train), len(system.f_grid[0])
     pairs, points = n * (n - 1) // 2 + g * n, n + g
     k = len(SCALE_FACTORS)
     fidelity, projected = scans["quantum fidelity"], scans["quantum projected"]
     return (
-        f"{system.name} on hardware, N = {n} training and G = {g} grid points: fidelity kernel N(N-1)/2 + G N = "
-        f"{pairs} circuits ({k * pairs} with ZNE); projected kernel 3 bases x (N + G) = {3 * points} circuits "
-        f"({3 * k * points} with ZNE). Bandwidth scans on the device ({n_scales} bandwidths, training Gram "
-        f"matrices): fidelity {fidelity.circuits} circuits, {fidelity.shots} shots, {fidelity.seconds:.1f} s; "
+        f"{system.name} on hardware, N = {n} training and G = {g} distinct grid points: fidelity kernel "
+        f"N(N-1)/2 + G N = {pairs} circuits ({k * pairs} with ZNE); projected kernel 3 bases x (N + G) = "
+        f"{3 * points} circuits ({3 * k * points} with ZNE). Bandwidth scans on the device ({n_scales} "
+        f"bandwidths, training Gram matrices): fidelity {fidelity.circuits} circuits, {fidelity.shots} shots, "
+        f"{fidelity.seconds:.1f} s; "
         f"projected {projected.circuits} circuits, {projected.shots} shots, {projected.seconds:.1f} s"
     )
 
