@@ -18,21 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 
+from machine import cpu_model
+
 LAYERS = 2
 METHODS = ("lightning.qubit adjoint", "hybridai adjoint", "hybridai backprop")
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
-    except OSError:
-        return platform.processor() or "unknown"
 
 
 def child(n: int, batch: int, method: str, repeats: int) -> None:

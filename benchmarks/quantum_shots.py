@@ -13,24 +13,16 @@ the batch in one run). Prints the CPU model, seconds (median) and ratios.
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import time
 
 import pennylane as qml
 import torch
+from machine import cpu_model
 
 from hybridai import QuantumLayer
 
 LAYERS = 3
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
-    except OSError:
-        return platform.processor() or "unknown"
 
 
 def make_circuit(n: int):

@@ -44,6 +44,7 @@ from hybridai.core.precision import keeps_precision, quantum_dtype
 from hybridai.quantum.drawing import draw_tape
 from hybridai.quantum.execution import check_mitigation
 from hybridai.quantum.framework_objects import adopt_circuit, adopt_qnode_diff_method
+from hybridai.quantum.gram import block_rows, check_max_memory, fidelity_block, fidelity_features, gram, projected_block
 from hybridai.quantum.kernel_matrices import target_alignment
 from hybridai.quantum.mitigation.folding import inverse
 from hybridai.quantum.module import QuantumModule, check_finite
@@ -132,7 +133,11 @@ class QuantumKernel(QuantumModule):
         diff_method: gradient method, one of the backend's ``capabilities.diff_methods`` (default ``"best"``).
         init: initialiser of every parameter (or ``{name: initialiser}``); default uniform [0, 2*pi).
         n_features: expected input width F; checked on every call when given.
-        block_size: rows of the Gram matrix computed per matrix product (memory bound; default 2048).
+        block_size: at most this many rows of the Gram matrix per block (default 2048), and pairs per tape
+            of the compute-uncompute method.
+        gram_memory: bytes of working memory for one block of the Gram matrix (``hybridai.quantum.gram``;
+            default the smaller of 2 GiB and half the free memory); blocks shrink to fit it. The N x M
+            result itself is not counted (N * M * 8 bytes in float64).
         progress: show a tqdm bar over blocks; ``None`` (default) shows it when there is more than one block.
         **backend_options: passed to the backend (``seed=...`` for reproducible shots); they override the
             options a device or Qiskit backend object implies.
@@ -154,6 +159,7 @@ class QuantumKernel(QuantumModule):
         init: WeightInit | Mapping[str, WeightInit] | None = None,
         n_features: int | None = None,
         block_size: int = 2048,
+        gram_memory: int | None = None,
         progress: bool | None = None,
         **backend_options: Any,
     ) -> None:
@@ -179,6 +185,7 @@ class QuantumKernel(QuantumModule):
         self.shots = None if shots is None else positive_int("shots", shots)
         self.n_features = None if n_features is None else positive_int("n_features", n_features)
         self.block_size = positive_int("block_size", block_size)
+        self.gram_memory = check_max_memory(gram_memory, "gram_memory")
         self.progress = progress
         self.weight_shapes = check_weight_shapes(self, feature_map, weight_shapes or {}, "feature_map")
         register_weights(self, self.weight_shapes, init)
@@ -358,27 +365,36 @@ class QuantumKernel(QuantumModule):
         """Same as ``matrix``."""
         return self.matrix(X, Y)
 
-    def _blocks(self, n_rows: int) -> Any:
-        starts = range(0, n_rows, self.block_size)
-        show = self.progress if self.progress is not None else len(starts) > 1
-        if not show:
-            return starts
-        from tqdm.auto import tqdm
+    def _gram(self, block: Callable, left: torch.Tensor, right: torch.Tensor, symmetric: bool, n_columns: int,
+              columns_of: Callable, itemsize: int) -> torch.Tensor:  # fmt: skip
+        """The matrix of ``gram.gram`` in blocks that fit ``gram_memory``, with a tqdm bar when wanted."""
+        rows = block_rows(n_columns, itemsize, self.gram_memory, left.device, self.block_size)
 
-        return tqdm(starts, desc=f"kernel {n_rows} rows", unit="block")
+        def starts(blocks: range) -> Any:
+            show = self.progress if self.progress is not None else len(blocks) > 1
+            if not show:
+                return blocks
+            from tqdm.auto import tqdm
+
+            return tqdm(blocks, desc=f"kernel {left.shape[0]} x {n_columns}", unit="block")
+
+        return gram(block, left, right, symmetric=symmetric, n_columns=n_columns, columns_of=columns_of, rows=rows,
+                    starts=starts)  # fmt: skip
 
     def _fidelity_statevector(self, X: torch.Tensor, Y: torch.Tensor | None) -> torch.Tensor:
         both = X if Y is None else torch.cat([X, Y])
         states = self.states(both)
-        sx, sy = states[: X.shape[0]], states[X.shape[0] :] if Y is not None else states
-        sy_h = sy.conj().T
-        blocks = []
-        for start in self._blocks(sx.shape[0]):
-            overlap = sx[start : start + self.block_size] @ sy_h
-            blocks.append(overlap.real**2 + overlap.imag**2)
-        K = torch.cat(blocks) if len(blocks) > 1 else blocks[0]
-        if Y is None:
-            K = 0.5 * (K + K.T)
+        left, right = fidelity_features(states)
+        n = X.shape[0]
+        m = n if Y is None else Y.shape[0]
+        if Y is not None:
+            left, right = left[:n], torch.cat([right[n : n + m], right[2 * n + m :]])
+        half = right.shape[0] // 2
+
+        def columns(factor: torch.Tensor, c0: int, c1: int) -> torch.Tensor:
+            return torch.cat([factor[c0:c1], factor[half + c0 : half + c1]])
+
+        K = self._gram(fidelity_block, left, right, Y is None, m, columns, left.element_size())
         return K.to(X.dtype)
 
     def _fidelity_compute_uncompute(self, X: torch.Tensor, Y: torch.Tensor | None) -> torch.Tensor:
@@ -415,11 +431,12 @@ class QuantumKernel(QuantumModule):
         r = self.bloch_vectors(both).reshape(both.shape[0], -1)
         rx, ry = r[: X.shape[0]], r[X.shape[0] :] if Y is not None else r
         # ||rho(x) - rho(y)||_F^2 = |r(x) - r(y)|^2 / 2 for one-qubit density matrices
-        blocks = []
-        for start in self._blocks(rx.shape[0]):
-            diff = rx[start : start + self.block_size, None, :] - ry[None, :, :]
-            blocks.append(torch.exp(-self.gamma * 0.5 * (diff**2).sum(-1)))
-        K = torch.cat(blocks) if len(blocks) > 1 else blocks[0]
+        gamma = self.gamma
+
+        def block(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+            return projected_block(left, right, gamma)
+
+        K = self._gram(block, rx, ry, Y is None, ry.shape[0], lambda f, c0, c1: f[c0:c1], rx.element_size())
         return K.to(X.dtype)
 
     # ----------------------------------------------------------------- training helpers

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+import torch
+
 from hybridai.core.errors import ResourceLimitError
 
 
@@ -18,6 +20,14 @@ def physical_memory() -> int:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return 16 * 2**30
+
+
+def memory_limit(device: torch.device) -> int:
+    """Default memory limit in bytes: half the free GPU memory, or half the physical RAM."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return free // 2
+    return physical_memory() // 2
 
 
 def check_state_memory(

@@ -207,7 +207,7 @@ def test_blocked_with_progress_equals_one_block(kernel, capsys):
     small.load_state_dict(kernel.state_dict())
     torch.testing.assert_close(small.matrix(X), kernel.matrix(X), rtol=0, atol=1e-14)
     torch.testing.assert_close(small.matrix(X, Y), kernel.matrix(X, Y), rtol=0, atol=1e-14)
-    assert "kernel 10 rows" in capsys.readouterr().err  # the tqdm bar
+    assert "kernel 10 x 10" in capsys.readouterr().err  # the tqdm bar
     cu = QuantumKernel(zz_map, N, {"w": N}, block_size=4, method="compute-uncompute").double()
     cu.load_state_dict(kernel.state_dict())
     torch.testing.assert_close(cu.matrix(X), kernel.matrix(X), rtol=0, atol=1e-10)

@@ -35,11 +35,12 @@ from hybridai.core.errors import (
     optional_int,
 )
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
+from hybridai.quantum.resources import memory_limit
 from hybridai.quantum.shift_rule import parameter_shift
 from hybridai.quantum.statevector.adjoint import ADJOINT_STATES, run_adjoint
 from hybridai.quantum.statevector.gates import SUGGESTION, Converter
 from hybridai.quantum.statevector.measurement import Measurement, measure_exact, measure_sampled
-from hybridai.quantum.statevector.planning import MIN_STATES, Plan, check_memory, check_size, memory_limit
+from hybridai.quantum.statevector.planning import MIN_STATES, Plan, check_memory, check_size
 from hybridai.quantum.statevector.shifts import flatten_results, shift_form, split_columns, stacked_operations
 
 DTYPES = {"complex128": torch.complex128, "complex64": torch.complex64}

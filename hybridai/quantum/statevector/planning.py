@@ -20,7 +20,6 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import ResourceLimitError
-from hybridai.quantum.resources import physical_memory
 from hybridai.quantum.statevector.gates import Step
 
 KRON_CHUNK = int(
@@ -340,14 +339,6 @@ class Plan:
         for f in self.funcs:
             psi = f(psi, steps)
         return psi
-
-
-def memory_limit(device: torch.device) -> int:
-    """Default memory limit in bytes: half the free GPU memory, or half the physical RAM."""
-    if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        return free // 2
-    return physical_memory() // 2
 
 
 MIN_STATES = 4  # the fewest statevectors a run keeps (initial state, result, probabilities, a gradient)
