@@ -40,7 +40,7 @@ clean:
 # Every benchmark (peer and hybridai side by side, ratios printed) into one Markdown file, with the machine,
 # CPU model and thread count; `make bench BENCH="benchmarks/quantum_shots.py benchmarks/quantum_adjoint.py"`
 # runs a subset. OpenMP and MKL get one thread; each script sets and prints its torch threads.
-BENCH ?= benchmarks/*.py
+BENCH ?= $(filter-out benchmarks/machine.py,$(wildcard benchmarks/*.py))
 bench: $(STAMP)
 	@echo "# Benchmarks ($$(date -u +%Y-%m-%d))" > benchmarks/RESULTS.md
 	@printf '\nMachine: %s, %s cores, CPU: %s; OMP_NUM_THREADS=1, MKL_NUM_THREADS=1 (each script states its torch threads)\n' \
