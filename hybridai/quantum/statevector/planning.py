@@ -22,9 +22,10 @@ import torch
 from hybridai.core.errors import ResourceLimitError
 from hybridai.quantum.statevector.gates import Step
 
-KRON_CHUNK = int(
-    os.environ.get("HYBRIDAI_KRON_CHUNK", 3)
-)  # single-qubit gates on up to this many wires are applied as one 2^c x 2^c matrix
+# single-qubit gates on up to this many wires are applied as one 2^c x 2^c matrix. 4 by measurement on a
+# 2-core AMD EPYC (MKL, AVX2), 12 qubits, batch 256, complex128: 0.40-0.45 s per step against 1.42-1.68 s
+# with 3, whose [B 2^(n-3), 8] x [8, 8] complex GEMMs are slow there; complex64 and 8 qubits unchanged
+KRON_CHUNK = int(os.environ.get("HYBRIDAI_KRON_CHUNK", 4))
 
 StateFn = Callable[[torch.Tensor, list[Step]], torch.Tensor]
 
