@@ -18,6 +18,7 @@ from hybridai.spiking.encoding import (
     TimeDistributed,
 )
 from hybridai.spiking.neurons import CUBA, LIF
+from hybridai.spiking.sigma_delta import MessageRecord, SigmaDelta, record_messages
 from hybridai.spiking.snntorch import from_snntorch
 from hybridai.spiking.surrogate import ATan, FastSigmoid, Surrogate
 
@@ -28,12 +29,15 @@ __all__ = [
     "DeltaEncoder",
     "FastSigmoid",
     "LatencyEncoder",
+    "MessageRecord",
     "MembraneDecoder",
     "RateDecoder",
     "RateEncoder",
     "RepeatEncoder",
+    "SigmaDelta",
     "SpikeCountDecoder",
     "Surrogate",
     "TimeDistributed",
     "from_snntorch",
+    "record_messages",
 ]
