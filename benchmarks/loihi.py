@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 import torch
+from machine import cpu_model
 
 from hybridai.neuromorphic import loihi
 
@@ -125,6 +126,7 @@ def main() -> None:
         f"{INPUTS} inputs -> {NEURONS} compartments, T = {args.steps}, batch {args.batch}, "
         f"torch threads {torch.get_num_threads()}, emulator on {args.device}, {int(ours.sum()):,} spikes"
     )
+    print(f"CPU: {cpu_model()}")
     print("| emulator | median s | sample-steps / s |")
     print("|---|---|---|")
     print(f"| hybridai loihi.run_network (torch, batched) | {ours_s:.3f} | {sample_steps / ours_s:,.0f} |")

@@ -16,6 +16,7 @@ import time
 
 import pennylane as qml
 import torch
+from machine import cpu_model
 
 from hybridai import QuantumLayer
 
@@ -72,7 +73,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print(f"torch threads: {torch.get_num_threads()}, batch {args.batch}, {LAYERS} SEL layers, forward+backward")
+    print(f"CPU: {cpu_model()}, torch threads: {torch.get_num_threads()}, batch {args.batch}, {LAYERS} SEL layers")
+    print("forward + backward")
     print(
         "| qubits | default.qubit s | lightning s | hybridai c128 s | hybridai c64 s | speed-up c128 | speed-up c64 |"
     )
