@@ -94,10 +94,11 @@ class SigmaDelta(HybridModule):
     ``learn_bias`` makes it a parameter. ``input="delta"`` (default) accumulates the input (it is
     the previous layer's deltas through a Linear); ``input="value"`` takes the input as the
     activation itself (a first layer delta-encoding frames). The delta is taken against the
-    previous step's activation (Lava's default): a change below the threshold is never sent.
-    ``cum_error=True`` (Lava's ``cum_error``) takes it against the sum of what was sent, so small
-    changes add up until they are sent and the receiver's sum stays within one threshold of the
-    activation.
+    previous step's activation: a change below the threshold is never sent. ``cum_error=True``
+    takes it against the sum of what was sent (the unsent residue carries over), so small changes
+    add up until they are sent and the receiver's sum stays within one threshold of the activation.
+    (Lava's fixed-point ``SigmaDelta`` models differ between versions in how they carry the residue;
+    a chip backend must match one of them on every message, which is not yet done here.)
     """
 
     domain = "spiking"
