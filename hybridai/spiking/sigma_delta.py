@@ -97,8 +97,10 @@ class SigmaDelta(HybridModule):
     previous step's activation: a change below the threshold is never sent. ``cum_error=True``
     takes it against the sum of what was sent (the unsent residue carries over), so small changes
     add up until they are sent and the receiver's sum stays within one threshold of the activation.
-    (Lava's fixed-point ``SigmaDelta`` models differ between versions in how they carry the residue;
-    a chip backend must match one of them on every message, which is not yet done here.)
+    With ``cum_error=True``, integer inputs and ``scale=1`` the messages equal Lava's fixed-point
+    sigma-delta rule (``hybridai.neuromorphic.loihi2.run_sigma_delta`` with its ``cum_error=False``:
+    Lava always carries the residue; its own ``cum_error`` is a different rule); the default here
+    (``cum_error=False``) drops sub-threshold changes and is not a Lava model.
     """
 
     domain = "spiking"

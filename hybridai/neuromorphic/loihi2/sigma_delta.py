@@ -1,0 +1,106 @@
+"""Loihi 2's sigma-delta neuron in fixed point, as Lava's CPU model defines it, batched in torch.
+
+Semantics from lava-nc/lava ``src/lava/proc/sdn/models.py`` (``PySigmaDeltaModelFixed`` and its bases
+``AbstractSigmaModel``, ``AbstractDeltaModel``, ``AbstractSigmaDeltaModel``; the same at commits 174f46d and
+6dd7e3b), read and rewritten here. Per neuron and step ``t``, on integer input ``a_in[t]``:
+
+1. sigma: ``sigma += a_in[t]``
+2. activation: ``act = sigma + bias`` ("unit") or ``max(sigma + bias, 0)`` ("relu")
+3. delta: ``delta = act - act_prev + residue`` (what was not sent before is carried, in every mode)
+4. threshold:
+   - ``cum_error=False``: send ``delta`` where ``|delta| >= vth``, else 0;
+   - ``cum_error=True``: ``error += delta``; send ``delta`` where ``|error| >= vth``, else 0; ``error`` is
+     zeroed where something was sent (Lava adds the carried residue to ``error`` as well: kept as it is);
+5. ``residue = delta - sent``; ``act_prev = act``;
+6. the message is ``sent >> state_exp`` (arithmetic shift: floor for negatives; the bits shifted out are lost,
+   not carried).
+
+States start at 0. Lava keeps them in numpy int32, whose sums wrap at 32 bits: every state here is wrapped
+the same way. Lava's ``spike_exp`` is used only by its ``Delta`` encoder (input ``<< spike_exp + state_exp``),
+not by this model, so it is not a parameter here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import torch
+
+from hybridai.core.errors import ShapeError, bounded_int, invalid
+from hybridai.neuromorphic.loihi.compartments import check_integer, wrap
+
+ACTIVATIONS = ("relu", "unit")
+
+
+def _int32(x: torch.Tensor) -> torch.Tensor:
+    return wrap(x, 31)
+
+
+@dataclass(frozen=True)
+class SigmaDeltaConfig:
+    """Registers of a group of sigma-delta neurons (integers; ``bias`` one value or one per neuron)."""
+
+    vth: Any
+    bias: Any = 0
+    state_exp: int = 0
+    cum_error: bool = False
+    activation: str = "relu"
+
+    def __post_init__(self) -> None:
+        for name in ("vth", "bias"):
+            value = getattr(self, name)
+            if torch.is_tensor(value):
+                value = check_integer(value, name, rank=None)
+                if value.ndim > 1:
+                    raise invalid(name, f"a tensor of shape {tuple(value.shape)}", "an int or a 1-D tensor [N]")
+            elif isinstance(value, bool) or not isinstance(value, int):
+                raise invalid(name, value, "an int or a 1-D integer tensor [N]")
+            object.__setattr__(self, name, value)
+        if bool((torch.as_tensor(self.vth) < 0).any()):
+            raise invalid("vth", self.vth, "integers >= 0 (a threshold on |delta|)")
+        bounded_int("state_exp", self.state_exp, 0, 31)
+        if not isinstance(self.cum_error, bool):
+            raise invalid("cum_error", self.cum_error, "True or False")
+        if self.activation not in ACTIVATIONS:
+            raise invalid("activation", self.activation, f"one of {ACTIVATIONS}")
+
+
+class SigmaDeltaRun(NamedTuple):
+    """Per step, ``[T, B, N]`` int64: sigma, the activation, and the graded messages sent (0: none)."""
+
+    sigma: torch.Tensor
+    activation: torch.Tensor
+    messages: torch.Tensor
+
+
+def run_sigma_delta(config: SigmaDeltaConfig, a_in: Any) -> SigmaDeltaRun:
+    """Run sigma-delta neurons ``config`` on integer input ``a_in`` ``[T, B, N]`` (module docstring)."""
+    if not isinstance(config, SigmaDeltaConfig):
+        raise invalid("config", type(config).__name__, "a hybridai.neuromorphic.loihi2.SigmaDeltaConfig")
+    a_in = check_integer(a_in, "a_in")
+    steps, batch, n = a_in.shape
+    device = a_in.device
+    vth, bias = (torch.as_tensor(v, dtype=torch.int64, device=device) for v in (config.vth, config.bias))
+    for name, value in (("vth", vth), ("bias", bias)):
+        if value.ndim == 1 and value.shape[0] != n:
+            raise invalid(f"config.{name}", f"a tensor of {value.shape[0]} values", f"one value or {n} (N)", ShapeError)
+    zero = torch.zeros(batch, n, dtype=torch.int64, device=device)
+    sigma, act_prev, residue, error = zero, zero, zero, zero
+    out = torch.empty(3, steps, batch, n, dtype=torch.int64, device=device)
+    for t in range(steps):
+        sigma = _int32(sigma + a_in[t])
+        act = _int32(sigma + bias)
+        if config.activation == "relu":
+            act = act.clamp(min=0)
+        delta = _int32(act - act_prev + residue)
+        if config.cum_error:
+            error = _int32(error + delta)
+            sent = torch.where(error.abs() >= vth, delta, zero)
+            error = torch.where(sent != 0, zero, error)
+        else:
+            sent = torch.where(delta.abs() >= vth, delta, zero)
+        residue = _int32(delta - sent)
+        act_prev = act
+        out[0, t], out[1, t], out[2, t] = sigma, act, sent >> config.state_exp
+    return SigmaDeltaRun(out[0], out[1], out[2])

@@ -1,0 +1,110 @@
+"""Loihi 2's fixed-point sigma-delta neuron (Lava's PySigmaDeltaModelFixed): hand-computed integer traces,
+batched equals per-sample, int32 wraps, and the torch SigmaDelta layer against the chip rule."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hybridai.core.errors import HybridAIError
+from hybridai.neuromorphic.loihi2 import SigmaDeltaConfig, run_sigma_delta
+from hybridai.spiking import SigmaDelta
+
+
+def one(values: list[int]) -> torch.Tensor:
+    """One neuron, one sample: ``[T, 1, 1]``."""
+    return torch.tensor(values, dtype=torch.int64).reshape(-1, 1, 1)
+
+
+def trace(run, name: str) -> list[int]:
+    return getattr(run, name).reshape(-1).tolist()
+
+
+def test_relu_threshold_and_carried_residue_by_hand():
+    run = run_sigma_delta(SigmaDeltaConfig(vth=3), one([2, 2, -1, 0, -5, 1]))
+    assert trace(run, "sigma") == [2, 4, 3, 3, -2, -1]
+    assert trace(run, "activation") == [2, 4, 3, 3, 0, 0]  # ReLU
+    # t0: delta 2 < 3, kept as residue; t1: 4 - 2 + 2 = 4, sent; t2: 3 - 4 = -1, kept; t3: 3 - 3 - 1 = -1,
+    # kept; t4: 0 - 3 - 1 = -4, sent; t5: 0 - 0 + 0 = 0. The messages sum to the final activation.
+    assert trace(run, "messages") == [0, 4, 0, 0, -4, 0]
+
+
+def test_unit_activation_with_bias_by_hand():
+    run = run_sigma_delta(SigmaDeltaConfig(vth=3, bias=1, activation="unit"), one([2, 2, -1, 0, -5, 1]))
+    assert trace(run, "activation") == [3, 5, 4, 4, -1, 0]  # sigma + 1, negative values kept
+    # t0: 3, sent; t1: 5 - 3 = 2, kept; t2: 4 - 5 + 2 = 1, kept; t3: 4 - 4 + 1 = 1, kept;
+    # t4: -1 - 4 + 1 = -4, sent; t5: 0 + 1 + 0 = 1, kept
+    assert trace(run, "messages") == [3, 0, 0, 0, -4, 0]
+
+
+def test_cum_error_accumulates_its_own_error_by_hand():
+    x = one([1, 1, 1, 1, 0])
+    plain = run_sigma_delta(SigmaDeltaConfig(vth=3), x)
+    # deltas 1, 1 + 1 = 2, 1 + 2 = 3 (sent), 1, 0 + 1 = 1
+    assert trace(plain, "messages") == [0, 0, 3, 0, 0]
+    cumulative = run_sigma_delta(SigmaDeltaConfig(vth=3, cum_error=True), x)
+    # t0: delta 1, error 1; t1: delta 2 - 1 + 1 = 2, error 3 >= 3: send the delta (2), error 0;
+    # t2: delta 1, error 1; t3: delta 2, error 3: send 2; t4: delta 0, error 0
+    assert trace(cumulative, "messages") == [0, 2, 0, 2, 0]
+
+
+def test_state_exp_shifts_the_message_with_floor():
+    run = run_sigma_delta(SigmaDeltaConfig(vth=4, state_exp=2), one([5, 0, 6, -3]))
+    # sent 5 -> 5 >> 2 = 1; 0; 11 - 5 = 6 -> 1; 8 - 11 = -3 below the threshold
+    assert trace(run, "messages") == [1, 0, 1, 0]
+    negative = run_sigma_delta(SigmaDeltaConfig(vth=4, state_exp=2, activation="unit"), one([-5]))
+    assert trace(negative, "messages") == [-2]  # -5 >> 2 = floor(-1.25)
+
+
+def test_states_wrap_at_32_bits_as_numpy_int32_does():
+    run = run_sigma_delta(SigmaDeltaConfig(vth=0, activation="unit"), one([2**31 - 1, 1]))
+    assert trace(run, "sigma") == [2**31 - 1, -(2**31)]
+    # delta -2^31 - (2^31 - 1) = 1 - 2^32 wraps to 1
+    assert trace(run, "messages") == [2**31 - 1, 1]
+
+
+def test_per_neuron_registers_and_batched_equals_per_sample():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(-6, 7, (30, 5, 4), generator=g)
+    for cum_error in (False, True):
+        config = SigmaDeltaConfig(
+            vth=torch.tensor([0, 2, 5, 9]), bias=torch.tensor([-3, 0, 2, 7]), state_exp=1, cum_error=cum_error
+        )
+        batched = run_sigma_delta(config, x)
+        for b in range(5):
+            alone = run_sigma_delta(config, x[:, b : b + 1])
+            for name in ("sigma", "activation", "messages"):
+                assert torch.equal(getattr(batched, name)[:, b : b + 1], getattr(alone, name))
+        assert batched.messages.any() and not batched.messages.all()  # some sent, some not
+
+
+@pytest.mark.parametrize("vth", [1, 3, 7])
+def test_the_torch_layer_carrying_its_residue_equals_the_chip_rule(vth):
+    """SigmaDelta(cum_error=True) (the layer sends the change against what it already sent) is Lava's default
+    fixed-point rule, message for message, on integer inputs with scale 1."""
+    x = torch.randint(-5, 6, (40, 3, 6), generator=torch.Generator().manual_seed(vth))
+    layer = SigmaDelta(threshold=vth, scale=1.0, bias=2.0, cum_error=True)
+    with torch.no_grad():
+        messages = layer(x.double())
+    chip = run_sigma_delta(SigmaDeltaConfig(vth=vth, bias=2), x)
+    assert torch.equal(messages.long(), chip.messages)
+    assert chip.messages.ne(0).sum() > 0
+
+
+def test_bad_registers_and_inputs_name_the_argument():
+    for kwargs, name in (
+        ({"vth": -1}, "vth"),
+        ({"vth": 1.5}, "vth"),
+        ({"vth": 1, "activation": "tanh"}, "activation"),
+        ({"vth": 1, "state_exp": 40}, "state_exp"),
+        ({"vth": 1, "cum_error": 1}, "cum_error"),
+        ({"vth": torch.ones(2, 2, dtype=torch.long)}, "vth"),
+    ):
+        with pytest.raises(HybridAIError, match=name):
+            SigmaDeltaConfig(**kwargs)
+    with pytest.raises(HybridAIError, match="a_in"):
+        run_sigma_delta(SigmaDeltaConfig(vth=1), torch.rand(3, 1, 2))
+    with pytest.raises(HybridAIError, match="config.vth"):
+        run_sigma_delta(SigmaDeltaConfig(vth=torch.tensor([1, 2, 3])), torch.zeros(3, 1, 2, dtype=torch.long))
+    with pytest.raises(HybridAIError, match="config"):
+        run_sigma_delta({"vth": 1}, torch.zeros(3, 1, 2, dtype=torch.long))
