@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from hybridai.core.errors import HybridAIError
-from hybridai.neuromorphic.loihi2 import SigmaDeltaConfig, run_sigma_delta
+from hybridai.neuromorphic.loihi2 import SigmaDeltaConfig, effective_weights, graded_dense, run_sigma_delta
 from hybridai.spiking import SigmaDelta
 
 
@@ -108,3 +108,69 @@ def test_bad_registers_and_inputs_name_the_argument():
         run_sigma_delta(SigmaDeltaConfig(vth=torch.tensor([1, 2, 3])), torch.zeros(3, 1, 2, dtype=torch.long))
     with pytest.raises(HybridAIError, match="config"):
         run_sigma_delta({"vth": 1}, torch.zeros(3, 1, 2, dtype=torch.long))
+
+
+# ------------------------------------------------------------------ graded Dense (Lava's PyDenseModelBitAcc)
+
+
+def steps(rows: list[list[int]]) -> torch.Tensor:
+    """Messages of one sample: ``[T, 1, N]``."""
+    return torch.tensor(rows, dtype=torch.int64).unsqueeze(1)
+
+
+def test_mixed_weights_lose_their_lowest_bit_and_arrive_one_step_late():
+    w = torch.tensor([[3, -2], [1, 4]])
+    assert effective_weights(w).tolist() == [[2, -2], [0, 4]]  # mixed: (w >> 1) << 1
+    s = steps([[5, 1], [0, -3], [2, 2]])
+    # t0: the empty buffer; t1: W s0 = [10 - 2, 0 + 4]; t2: W s1 = [0 + 6, -12]; W s2 never arrives
+    assert graded_dense(w, s).squeeze(1).tolist() == [[0, 0], [8, 4], [6, -12]]
+    assert graded_dense(w, s, weight_exp=1).squeeze(1).tolist() == [[0, 0], [16, 8], [12, -24]]
+    # negative exponent: arithmetic right shift, floor for negatives (-12 >> 2 = -3, 6 >> 2 = 1)
+    assert graded_dense(w, s, weight_exp=-2).squeeze(1).tolist() == [[0, 0], [2, 1], [1, -3]]
+
+
+def test_truncation_to_fewer_weight_bits_per_sign_mode():
+    excitatory = torch.tensor([[3, 1], [255, 7]])
+    assert effective_weights(excitatory, num_weight_bits=6).tolist() == [[0, 0], [252, 4]]  # 2 bits cleared
+    out = graded_dense(excitatory, steps([[1, 2], [0, 0]]), num_weight_bits=6)
+    assert out.squeeze(1).tolist() == [[0, 0], [0, 252 + 8]]
+    inhibitory = torch.tensor([[-3, -5]])
+    assert effective_weights(inhibitory, num_weight_bits=7).tolist() == [[-2, -4]]  # on magnitudes: 3 -> 2, 5 -> 4
+    mixed = torch.tensor([[-3, 5]])
+    assert effective_weights(mixed, num_weight_bits=7).tolist() == [[-4, 4]]  # 2 bits: floor(-3 / 4) * 4 = -4
+    # a sign mode given by hand decides the clip: mixed weights under "excitatory" lose their negative part
+    assert effective_weights(mixed, sign_mode="excitatory").tolist() == [[0, 5]]
+
+
+def test_weights_beyond_eight_bits_are_clipped():
+    assert effective_weights(torch.tensor([[300, 2]])).tolist() == [[255, 2]]
+    assert effective_weights(torch.tensor([[-300, 2]])).tolist() == [[-256, 2]]
+    assert effective_weights(torch.tensor([[-300, -2]])).tolist() == [[-255, -2]]
+
+
+def test_graded_dense_batched_equals_per_sample_and_feeds_sigma_delta():
+    g = torch.Generator().manual_seed(1)
+    w = torch.randint(-128, 128, (6, 5), generator=g)
+    s = torch.randint(-20, 21, (12, 4, 5), generator=g)
+    batched = graded_dense(w, s, weight_exp=-3)
+    for b in range(4):
+        assert torch.equal(batched[:, b : b + 1], graded_dense(w, s[:, b : b + 1], weight_exp=-3))
+    reference = torch.zeros_like(batched)
+    reference[1:] = torch.floor((s[:-1].double() @ effective_weights(w).double().T) / 8).long()
+    assert torch.equal(batched, reference)
+    run = run_sigma_delta(SigmaDeltaConfig(vth=4), batched)  # a second layer on the delivered input
+    assert run.messages.shape == (12, 4, 6) and run.messages.ne(0).any()
+
+
+def test_bad_dense_arguments_name_themselves():
+    w, s = torch.ones(2, 3, dtype=torch.long), torch.zeros(4, 1, 3, dtype=torch.long)
+    with pytest.raises(HybridAIError, match="messages.shape"):
+        graded_dense(w, torch.zeros(4, 1, 2, dtype=torch.long))
+    with pytest.raises(HybridAIError, match="num_weight_bits"):
+        graded_dense(w, s, num_weight_bits=9)
+    with pytest.raises(HybridAIError, match="weight_exp"):
+        graded_dense(w, s, weight_exp=40)
+    with pytest.raises(HybridAIError, match="sign_mode"):
+        graded_dense(w, s, sign_mode="both")
+    with pytest.raises(HybridAIError, match="weights"):
+        graded_dense(torch.rand(2, 3), s)
