@@ -3,11 +3,20 @@ batched equals per-sample, int32 wraps, and the torch SigmaDelta layer against t
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
 from hybridai.core.errors import HybridAIError
-from hybridai.neuromorphic.loihi2 import SigmaDeltaConfig, effective_weights, graded_dense, run_sigma_delta
+from hybridai.neuromorphic.loihi2 import (
+    ResonateFireConfig,
+    SigmaDeltaConfig,
+    effective_weights,
+    graded_dense,
+    run_resonate_and_fire,
+    run_sigma_delta,
+)
 from hybridai.spiking import SigmaDelta
 
 
@@ -174,3 +183,65 @@ def test_bad_dense_arguments_name_themselves():
         graded_dense(w, s, sign_mode="both")
     with pytest.raises(HybridAIError, match="weights"):
         graded_dense(torch.rand(2, 3), s)
+
+
+# ------------------------------------------------------------------ resonate-and-fire (Lava's RFZero)
+
+
+def test_registers_from_frequency_as_lava_truncates_them():
+    quarter = ResonateFireConfig.from_frequency(250.0, 1e9)  # 2 pi 250 Hz x 1 ms = a quarter turn, no decay
+    assert (quarter.lct, quarter.lst) == (0, 32767)  # cos ~ 6e-17 and sin x (1 - 1e-12) x 2^15, truncated
+    group = ResonateFireConfig.from_frequency([0.0, 125.0], [0.01, 0.01])
+    decay = math.exp(-0.1)
+    assert group.lct.tolist() == [int(decay * 2**15), int(decay * math.cos(math.pi / 4) * 2**15)]
+    assert group.lst.tolist() == [0, int(decay * math.sin(math.pi / 4) * 2**15)]
+
+
+def test_quarter_turn_rotation_fires_at_the_zero_crossing_by_hand():
+    config = ResonateFireConfig(lct=0, lst=32767, uth=1)
+    run = run_resonate_and_fire(config, one([100, 0, 0, 0, 0, 0]))
+    # u' = floor(u lct / 2^15) - floor(v lst / 2^15) + u_in, v' = floor(v lct / 2^15) + floor(u lst / 2^15):
+    # t1: v' = floor(100 x 32767 / 32768) = 99; t2: u' = -floor(98.997) = -98; t3: v' = floor(-97.997) = -98;
+    # t4: u' = -floor(-97.997) = 98 while v goes from -98 to 0: the phase crosses zero with u' = 98 > 1
+    assert trace(run, "u") == [100, 0, -98, 0, 98, 0]
+    assert trace(run, "v") == [0, 99, 0, -98, 0, 97]
+    assert trace(run, "spikes") == [0, 0, 0, 0, 98, 0]
+    quiet = run_resonate_and_fire(ResonateFireConfig(lct=0, lst=32767, uth=98), one([100, 0, 0, 0, 0, 0]))
+    assert not quiet.spikes.any()  # 98 is not above a threshold of 98
+
+
+def test_decaying_rotation_by_hand_and_v_input():
+    config = ResonateFireConfig(lct=2**14, lst=2**14)  # (1 + i) / 2 per step
+    run = run_resonate_and_fire(config, one([8, 0, 0]), one([0, 0, 4]))
+    # t1: u' = 4 - 0 = 4, v' = 0 + 4 = 4; t2: u' = 2 - 2 = 0, v' = 2 + 2 + 4 (v_in) = 8
+    assert trace(run, "u") == [8, 4, 0]
+    assert trace(run, "v") == [0, 4, 8]
+
+
+def test_products_wrap_at_32_bits_as_numpy_int32_does():
+    run = run_resonate_and_fire(ResonateFireConfig(lct=2**15, lst=0), one([2**17, 0]))
+    # u x lct = 2^17 x 2^15 = 2^32 wraps to 0 in int32 (Lava's registers), so u' = 0
+    assert trace(run, "u") == [2**17, 0]
+
+
+def test_resonate_batched_equals_per_sample():
+    g = torch.Generator().manual_seed(2)
+    config = ResonateFireConfig.from_frequency([5.0, 40.0, 90.0], [0.05, 0.2, 0.02], uth=3)
+    u_in = torch.randint(-50, 51, (60, 4, 3), generator=g)
+    v_in = torch.randint(-50, 51, (60, 4, 3), generator=g)
+    batched = run_resonate_and_fire(config, u_in, v_in)
+    for b in range(4):
+        alone = run_resonate_and_fire(config, u_in[:, b : b + 1], v_in[:, b : b + 1])
+        assert all(torch.equal(x[:, b : b + 1], y) for x, y in zip(batched, alone, strict=True))
+    assert batched.spikes.ne(0).any()
+
+
+def test_bad_resonate_arguments_name_themselves():
+    with pytest.raises(HybridAIError, match="lct"):
+        ResonateFireConfig(lct=40000, lst=0)
+    with pytest.raises(HybridAIError, match="uth"):
+        ResonateFireConfig(lct=0, lst=0, uth=0.5)
+    with pytest.raises(HybridAIError, match="decay_tau"):
+        ResonateFireConfig.from_frequency(10.0, 0.0)
+    with pytest.raises(HybridAIError, match="v_in.shape"):
+        run_resonate_and_fire(ResonateFireConfig(0, 0), one([1, 2]), one([1]))

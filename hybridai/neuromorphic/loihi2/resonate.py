@@ -1,0 +1,114 @@
+"""Loihi 2's resonate-and-fire neuron (Lava's ``RFZero``) in fixed point, batched in torch.
+
+Semantics from lava-nc/lava ``src/lava/proc/resfire/process.py`` (``RFZero``: registers from frequency and
+decay) and ``src/lava/proc/resfire/models.py`` (``PyRFZeroModelFixed``), read and rewritten here. Each neuron
+holds a complex state ``u + i v`` that rotates and decays by ``(lct + i lst) / 2^15`` per step:
+
+- registers: ``lct = trunc(exp(-dt / tau) cos(2 pi f dt) 2^15)``, ``lst = trunc(exp(-dt / tau) sin(2 pi f dt) 2^15)``
+  (``from_frequency``);
+- per step: ``u' = floor(u lct / 2^15) - floor(v lst / 2^15) + u_in``, ``v' = floor(v lct / 2^15) +
+  floor(u lst / 2^15) + v_in``;
+- a graded spike of payload ``u'`` when ``u' > uth``, ``v' >= 0`` and the previous ``v < 0`` (the phase crosses
+  zero), else 0.
+
+Lava keeps every register in numpy int32, whose products and sums wrap at 32 bits: they wrap here the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import torch
+
+from hybridai.core.errors import ShapeError, invalid
+from hybridai.neuromorphic.loihi.compartments import check_integer, wrap
+
+ONE = 2**15  # lct and lst are fractions of 2^15
+
+
+def _int32(x: torch.Tensor) -> torch.Tensor:
+    return wrap(x, 31)
+
+
+def part(x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """``x r // 2^15`` with the int32 product wrapped (numpy int32 arithmetic) and floor division."""
+    return torch.div(_int32(x * r), ONE, rounding_mode="floor")
+
+
+@dataclass(frozen=True)
+class ResonateFireConfig:
+    """Registers of resonate-and-fire neurons: ``lct``, ``lst`` (ints or 1-D integer tensors [N], fractions of
+    2^15) and the threshold ``uth`` (one int for the whole group, as in Lava)."""
+
+    lct: Any
+    lst: Any
+    uth: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("lct", "lst"):
+            value = getattr(self, name)
+            if torch.is_tensor(value):
+                value = check_integer(value, name, rank=None)
+                if value.ndim > 1:
+                    raise invalid(name, f"a tensor of shape {tuple(value.shape)}", "an int or a 1-D tensor [N]")
+            elif isinstance(value, bool) or not isinstance(value, int):
+                raise invalid(name, value, "an int or a 1-D integer tensor [N] (a fraction of 2^15)")
+            if bool((torch.as_tensor(value).abs() > ONE).any()):
+                raise invalid(name, value, f"integers in [-{ONE}, {ONE}] (a fraction of 2^15)")
+            object.__setattr__(self, name, value)
+        if isinstance(self.uth, bool) or not isinstance(self.uth, int):
+            raise invalid("uth", self.uth, "an int (one threshold for the group)")
+
+    @classmethod
+    def from_frequency(cls, freqs: Any, decay_tau: Any, dt: float = 0.001, uth: int = 1) -> ResonateFireConfig:
+        """Registers for oscillation frequencies ``freqs`` (Hz) decaying with ``decay_tau`` (s), ``dt`` s per step."""
+        f = torch.as_tensor(freqs, dtype=torch.float64)
+        tau = torch.as_tensor(decay_tau, dtype=torch.float64)
+        if not bool(torch.isfinite(f).all()):
+            raise invalid("freqs", freqs, "finite frequencies in Hz")
+        if not bool((tau > 0).all()) or bool(torch.isnan(tau).any()):
+            raise invalid("decay_tau", decay_tau, "time constants > 0 in seconds")
+        if not (isinstance(dt, int | float) and not isinstance(dt, bool) and math.isfinite(dt) and dt > 0):
+            raise invalid("dt", dt, "a time step > 0 in seconds")
+        decay, angle = torch.exp(-dt / tau), 2 * math.pi * f * dt
+        lct = torch.trunc(decay * torch.cos(angle) * ONE).to(torch.int64)  # numpy's astype(int32) truncates
+        lst = torch.trunc(decay * torch.sin(angle) * ONE).to(torch.int64)
+        if lct.ndim == 0:
+            return cls(int(lct), int(lst), uth)
+        return cls(lct.reshape(-1), lst.reshape(-1), uth)
+
+
+class ResonateFireRun(NamedTuple):
+    """Per step, ``[T, B, N]`` int64: the real and imaginary parts ``u``, ``v`` and the graded spikes (0: none)."""
+
+    u: torch.Tensor
+    v: torch.Tensor
+    spikes: torch.Tensor
+
+
+def run_resonate_and_fire(config: ResonateFireConfig, u_in: Any, v_in: Any = None) -> ResonateFireRun:
+    """Run resonate-and-fire neurons on integer inputs ``u_in`` (and ``v_in``, default zeros) ``[T, B, N]``."""
+    if not isinstance(config, ResonateFireConfig):
+        raise invalid("config", type(config).__name__, "a hybridai.neuromorphic.loihi2.ResonateFireConfig")
+    u_in = check_integer(u_in, "u_in")
+    v_in = torch.zeros_like(u_in) if v_in is None else check_integer(v_in, "v_in")
+    if v_in.shape != u_in.shape:
+        raise invalid("v_in.shape", tuple(v_in.shape), f"{tuple(u_in.shape)} (the shape of u_in)", ShapeError)
+    steps, batch, n = u_in.shape
+    device = u_in.device
+    lct, lst = (torch.as_tensor(r, dtype=torch.int64, device=device) for r in (config.lct, config.lst))
+    for name, value in (("lct", lct), ("lst", lst)):
+        if value.ndim == 1 and value.shape[0] != n:
+            raise invalid(f"config.{name}", f"a tensor of {value.shape[0]} values", f"one value or {n} (N)", ShapeError)
+    u = torch.zeros(batch, n, dtype=torch.int64, device=device)
+    v = torch.zeros_like(u)
+    out = torch.empty(3, steps, batch, n, dtype=torch.int64, device=device)
+    for t in range(steps):
+        new_u = _int32(part(u, lct) - part(v, lst) + u_in[t])
+        new_v = _int32(part(v, lct) + part(u, lst) + v_in[t])
+        fire = (new_u > config.uth) & (new_v >= 0) & (v < 0)
+        out[0, t], out[1, t], out[2, t] = new_u, new_v, torch.where(fire, new_u, torch.zeros_like(new_u))
+        u, v = new_u, new_v
+    return ResonateFireRun(out[0], out[1], out[2])
