@@ -63,12 +63,12 @@ def graded_dense(
         raise invalid("messages.shape", tuple(s.shape), accepted, ShapeError)
     w = w.to(s.device)
     bound = float(s.abs().max()) * float(w.abs().sum(1).max()) if s.numel() else 0.0
-    if bound < 2**53:  # every sum exact in float64: one GEMM for all steps
-        accum = (s[:-1].double() @ w.double().T).to(torch.int64)
-    else:
-        accum = (s[:-1].cpu() @ w.cpu().T).to(s.device)
-    accum = wrap(accum, 31)
-    shifted = wrap(accum << weight_exp, 31) if weight_exp > 0 else accum >> -weight_exp
     out = torch.zeros(s.shape[0], s.shape[1], w.shape[0], dtype=torch.int64, device=s.device)
-    out[1:] = shifted
+    if bound * 2.0 ** max(weight_exp, 0) < 2**31:  # no sum or shift leaves int32: exact float64, no wraps
+        accum = s[:-1].double() @ w.double().T  # one GEMM for all steps
+        out[1:] = accum.mul_(2.0**weight_exp).floor_() if weight_exp else accum  # floor: an arithmetic shift
+        return out
+    accum = (s[:-1].double() @ w.double().T).to(torch.int64) if bound < 2**53 else (s[:-1].cpu() @ w.cpu().T)
+    accum = wrap(accum.to(s.device), 31)
+    out[1:] = wrap(accum << weight_exp, 31) if weight_exp > 0 else accum >> -weight_exp
     return out

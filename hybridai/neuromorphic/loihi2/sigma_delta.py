@@ -28,13 +28,18 @@ from typing import Any, NamedTuple
 import torch
 
 from hybridai.core.errors import ShapeError, bounded_int, invalid
-from hybridai.neuromorphic.loihi.compartments import check_integer, wrap
+from hybridai.neuromorphic.loihi.compartments import check_integer
 
 ACTIVATIONS = ("relu", "unit")
 
 
-def _int32(x: torch.Tensor) -> torch.Tensor:
-    return wrap(x, 31)
+def _same(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+def _wrap_(x: torch.Tensor) -> torch.Tensor:
+    """``x`` (int64) wrapped in place to int32's range, as numpy int32 arithmetic wraps."""
+    return x.add_(2**31).bitwise_and_(2**32 - 1).sub_(2**31)
 
 
 @dataclass(frozen=True)
@@ -85,22 +90,39 @@ def run_sigma_delta(config: SigmaDeltaConfig, a_in: Any) -> SigmaDeltaRun:
     for name, value in (("vth", vth), ("bias", bias)):
         if value.ndim == 1 and value.shape[0] != n:
             raise invalid(f"config.{name}", f"a tensor of {value.shape[0]} values", f"one value or {n} (N)", ShapeError)
-    zero = torch.zeros(batch, n, dtype=torch.int64, device=device)
-    sigma, act_prev, residue, error = zero, zero, zero, zero
+    # without cum_error, |act| <= the summed largest inputs + |bias| and |residue| < vth, so |delta| < 2 (that
+    # + vth): when that stays in int32 the wraps change nothing and are skipped (always kept with cum_error),
+    # and the integers run in float64 lanes (exact below 2^53; torch's float64 kernels are several times
+    # faster than its int64 ones on CPU). Every step works in place in preallocated buffers.
+    largest = float(a_in.abs().amax((1, 2)).sum()) + float(bias.abs().max()) + float(vth.max())
+    wraps = config.cum_error or 2 * largest >= 2**31
+    lanes = torch.int64 if wraps else torch.float64
+    vth, bias = vth.to(lanes), bias.to(lanes)
+    sigma, act, act_prev, delta, residue, error, sent, magnitude = (
+        torch.zeros(batch, n, dtype=lanes, device=device) for _ in range(8)
+    )
+    over = torch.empty(batch, n, dtype=torch.bool, device=device)
+    fold = _wrap_ if wraps else _same
     out = torch.empty(3, steps, batch, n, dtype=torch.int64, device=device)
     for t in range(steps):
-        sigma = _int32(sigma + a_in[t])
-        act = _int32(sigma + bias)
+        fold(sigma.add_(a_in[t]))
+        fold(torch.add(sigma, bias, out=act))
         if config.activation == "relu":
-            act = act.clamp(min=0)
-        delta = _int32(act - act_prev + residue)
+            act.clamp_(min=0)
+        fold(torch.sub(act, act_prev, out=delta).add_(residue))
         if config.cum_error:
-            error = _int32(error + delta)
-            sent = torch.where(error.abs() >= vth, delta, zero)
-            error = torch.where(sent != 0, zero, error)
+            fold(error.add_(delta))
+            torch.ge(torch.abs(error, out=magnitude), vth, out=over)
+            torch.mul(delta, over, out=sent)
+            error.mul_(torch.eq(sent, 0, out=over))  # zeroed where a message went out
         else:
-            sent = torch.where(delta.abs() >= vth, delta, zero)
-        residue = _int32(delta - sent)
-        act_prev = act
-        out[0, t], out[1, t], out[2, t] = sigma, act, sent >> config.state_exp
+            torch.ge(torch.abs(delta, out=magnitude), vth, out=over)
+            torch.mul(delta, over, out=sent)
+        fold(torch.sub(delta, sent, out=residue))
+        act_prev.copy_(act)
+        out[0, t].copy_(sigma)
+        out[1, t].copy_(act)
+        if config.state_exp:
+            sent.div_(2**config.state_exp, rounding_mode="floor")  # an arithmetic right shift
+        out[2, t].copy_(sent)
     return SigmaDeltaRun(out[0], out[1], out[2])
