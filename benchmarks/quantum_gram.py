@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 from machine import cpu_model
+from quantum_kernel import qiskit_zz_map, zz_map
 
 N_QUBITS = 8
 
@@ -37,19 +38,9 @@ def samples(n: int) -> np.ndarray:
 
 
 def hybridai_gram(x: np.ndarray) -> np.ndarray:
-    import pennylane as qml
     import torch
 
     from hybridai import QuantumKernel
-
-    def zz_map(v):
-        for i in range(N_QUBITS):
-            qml.Hadamard(i)
-            qml.RZ(2 * v[..., i], wires=i)
-        for i in range(N_QUBITS - 1):
-            qml.CNOT([i, i + 1])
-            qml.RZ(2 * (math.pi - v[..., i]) * (math.pi - v[..., i + 1]), wires=i + 1)
-            qml.CNOT([i, i + 1])
 
     kernel = QuantumKernel(zz_map, N_QUBITS, progress=False)
     with torch.no_grad():
@@ -57,20 +48,9 @@ def hybridai_gram(x: np.ndarray) -> np.ndarray:
 
 
 def qiskit_gram(x: np.ndarray) -> np.ndarray:
-    from qiskit import QuantumCircuit
-    from qiskit.circuit import ParameterVector
     from qiskit_machine_learning.kernels import FidelityStatevectorKernel
 
-    p = ParameterVector("x", N_QUBITS)
-    qc = QuantumCircuit(N_QUBITS)
-    for i in range(N_QUBITS):
-        qc.h(i)
-        qc.rz(2 * p[i], i)
-    for i in range(N_QUBITS - 1):
-        qc.cx(i, i + 1)
-        qc.rz(2 * (math.pi - p[i]) * (math.pi - p[i + 1]), i + 1)
-        qc.cx(i, i + 1)
-    return FidelityStatevectorKernel(feature_map=qc).evaluate(x)
+    return FidelityStatevectorKernel(feature_map=qiskit_zz_map(N_QUBITS)).evaluate(x)
 
 
 def child(which: str, n: int, save: str | None) -> None:

@@ -26,29 +26,31 @@ N_QUBITS = 6
 
 
 def zz_map(x: torch.Tensor) -> None:
-    """ZZ feature map, one repetition: H, RZ(2 x_i), then CNOT-RZ(2 (pi - x_i)(pi - x_j))-CNOT on a line."""
+    """ZZ feature map, one repetition: H, RZ(2 x_i), then CNOT-RZ(2 (pi - x_i)(pi - x_j))-CNOT on a line;
+    one qubit per feature of ``x``."""
     import pennylane as qml
 
-    for i in range(N_QUBITS):
+    n = x.shape[-1]
+    for i in range(n):
         qml.Hadamard(i)
         qml.RZ(2 * x[..., i], wires=i)
-    for i in range(N_QUBITS - 1):
+    for i in range(n - 1):
         qml.CNOT([i, i + 1])
         qml.RZ(2 * (math.pi - x[..., i]) * (math.pi - x[..., i + 1]), wires=i + 1)
         qml.CNOT([i, i + 1])
 
 
-def qiskit_zz_map():
-    """The same circuit in Qiskit, with a ParameterVector."""
+def qiskit_zz_map(n: int = N_QUBITS):
+    """The same circuit in Qiskit on ``n`` qubits, with a ParameterVector."""
     from qiskit import QuantumCircuit
     from qiskit.circuit import ParameterVector
 
-    p = ParameterVector("x", N_QUBITS)
-    qc = QuantumCircuit(N_QUBITS)
-    for i in range(N_QUBITS):
+    p = ParameterVector("x", n)
+    qc = QuantumCircuit(n)
+    for i in range(n):
         qc.h(i)
         qc.rz(2 * p[i], i)
-    for i in range(N_QUBITS - 1):
+    for i in range(n - 1):
         qc.cx(i, i + 1)
         qc.rz(2 * (math.pi - p[i]) * (math.pi - p[i + 1]), i + 1)
         qc.cx(i, i + 1)

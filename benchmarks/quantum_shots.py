@@ -13,39 +13,15 @@ the batch in one run). Prints the CPU model, seconds (median) and ratios.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import pennylane as qml
 import torch
 from machine import cpu_model
+from quantum_layer import make_circuit, step_time
 
 from hybridai import QuantumLayer
 
 LAYERS = 3
-
-
-def make_circuit(n: int):
-    def circuit(inputs, weights):
-        qml.AngleEmbedding(inputs, wires=range(n))
-        qml.StronglyEntanglingLayers(weights, wires=range(n))
-        return [qml.expval(qml.PauliZ(i)) for i in range(n)]
-
-    return circuit
-
-
-def step_time(forward, x: torch.Tensor, params: list[torch.Tensor], repeats: int) -> float:
-    """Median seconds of forward + backward (after one warm-up call)."""
-    times = []
-    for i in range(repeats + 1):
-        start = time.perf_counter()
-        forward(x).sum().backward()
-        elapsed = time.perf_counter() - start
-        for p in params:
-            p.grad = None
-        if i:
-            times.append(elapsed)
-    return statistics.median(times)
 
 
 def main() -> None:
