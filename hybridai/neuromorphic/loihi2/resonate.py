@@ -24,6 +24,7 @@ import torch
 
 from hybridai.core.errors import ShapeError, invalid
 from hybridai.neuromorphic.loihi.compartments import check_integer, wrap
+from hybridai.neuromorphic.loihi2.registers import integer_register, per_neuron
 
 ONE = 2**15  # lct and lst are fractions of 2^15
 
@@ -48,13 +49,9 @@ class ResonateFireConfig:
 
     def __post_init__(self) -> None:
         for name in ("lct", "lst"):
-            value = getattr(self, name)
-            if torch.is_tensor(value):
-                value = check_integer(value, name, rank=None)
-                if value.ndim > 1:
-                    raise invalid(name, f"a tensor of shape {tuple(value.shape)}", "an int or a 1-D tensor [N]")
-            elif isinstance(value, bool) or not isinstance(value, int):
-                raise invalid(name, value, "an int or a 1-D integer tensor [N] (a fraction of 2^15)")
+            value = integer_register(
+                name, getattr(self, name), "an int or a 1-D integer tensor [N] (a fraction of 2^15)"
+            )
             if bool((torch.as_tensor(value).abs() > ONE).any()):
                 raise invalid(name, value, f"integers in [-{ONE}, {ONE}] (a fraction of 2^15)")
             object.__setattr__(self, name, value)
@@ -98,10 +95,7 @@ def run_resonate_and_fire(config: ResonateFireConfig, u_in: Any, v_in: Any = Non
         raise invalid("v_in.shape", tuple(v_in.shape), f"{tuple(u_in.shape)} (the shape of u_in)", ShapeError)
     steps, batch, n = u_in.shape
     device = u_in.device
-    lct, lst = (torch.as_tensor(r, dtype=torch.int64, device=device) for r in (config.lct, config.lst))
-    for name, value in (("lct", lct), ("lst", lst)):
-        if value.ndim == 1 and value.shape[0] != n:
-            raise invalid(f"config.{name}", f"a tensor of {value.shape[0]} values", f"one value or {n} (N)", ShapeError)
+    lct, lst = (per_neuron(name, getattr(config, name), n, device) for name in ("lct", "lst"))
     u = torch.zeros(batch, n, dtype=torch.int64, device=device)
     v = torch.zeros_like(u)
     out = torch.empty(3, steps, batch, n, dtype=torch.int64, device=device)

@@ -27,8 +27,9 @@ from typing import Any, NamedTuple
 
 import torch
 
-from hybridai.core.errors import ShapeError, bounded_int, invalid
+from hybridai.core.errors import bounded_int, invalid
 from hybridai.neuromorphic.loihi.compartments import check_integer
+from hybridai.neuromorphic.loihi2.registers import integer_register, per_neuron
 
 ACTIVATIONS = ("relu", "unit")
 
@@ -54,14 +55,7 @@ class SigmaDeltaConfig:
 
     def __post_init__(self) -> None:
         for name in ("vth", "bias"):
-            value = getattr(self, name)
-            if torch.is_tensor(value):
-                value = check_integer(value, name, rank=None)
-                if value.ndim > 1:
-                    raise invalid(name, f"a tensor of shape {tuple(value.shape)}", "an int or a 1-D tensor [N]")
-            elif isinstance(value, bool) or not isinstance(value, int):
-                raise invalid(name, value, "an int or a 1-D integer tensor [N]")
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, name, integer_register(name, getattr(self, name)))
         if bool((torch.as_tensor(self.vth) < 0).any()):
             raise invalid("vth", self.vth, "integers >= 0 (a threshold on |delta|)")
         bounded_int("state_exp", self.state_exp, 0, 31)
@@ -86,10 +80,7 @@ def run_sigma_delta(config: SigmaDeltaConfig, a_in: Any) -> SigmaDeltaRun:
     a_in = check_integer(a_in, "a_in")
     steps, batch, n = a_in.shape
     device = a_in.device
-    vth, bias = (torch.as_tensor(v, dtype=torch.int64, device=device) for v in (config.vth, config.bias))
-    for name, value in (("vth", vth), ("bias", bias)):
-        if value.ndim == 1 and value.shape[0] != n:
-            raise invalid(f"config.{name}", f"a tensor of {value.shape[0]} values", f"one value or {n} (N)", ShapeError)
+    vth, bias = (per_neuron(name, getattr(config, name), n, device) for name in ("vth", "bias"))
     # without cum_error, |act| <= the summed largest inputs + |bias| and |residue| < vth, so |delta| < 2 (that
     # + vth): when that stays in int32 the wraps change nothing and are skipped (always kept with cum_error),
     # and the integers run in float64 lanes (exact below 2^53; torch's float64 kernels are several times

@@ -222,14 +222,22 @@ def measure_exact(measurements: list[Measurement], mps: list[Any], psi: torch.Te
     results: list[torch.Tensor | None] = [None] * len(mps)
     diagonal = [i for i, m in enumerate(measurements) if m.diagonal]
     if diagonal:
-        vectors = torch.stack([measurements[i].z_vector(mps[i], probs.dtype) for i in diagonal], dim=1)
-        columns = probs @ vectors
-        for c, i in enumerate(diagonal):
-            results[i] = columns[:, c]
+        _z_words(results, measurements, mps, diagonal, probs)
     for i, (m, mp) in enumerate(zip(measurements, mps, strict=True)):
         if results[i] is None:
             results[i] = m.exact(psi, mp, probs)
     return results
+
+
+def _z_words(
+    results: list, measurements: list[Measurement], mps: list[Any], diagonal: list[int], distribution: torch.Tensor
+) -> None:
+    """Fill ``results[i]`` for the diagonal measurements ``i``: their Z-vectors against ``distribution`` ``[B, 2^n]``
+    (probabilities or sample frequencies) as ONE matrix product."""
+    vectors = torch.stack([measurements[i].z_vector(mps[i], distribution.dtype) for i in diagonal], dim=1)
+    columns = distribution @ vectors
+    for c, i in enumerate(diagonal):
+        results[i] = columns[:, c]
 
 
 JOINT_MAX_QUBITS = 16  # Z-word expectations share one set of samples of the whole register up to this size
@@ -245,11 +253,7 @@ def measure_sampled(
     n = measurements[0].n if measurements else 0
     diagonal = [i for i, m in enumerate(measurements) if m.diagonal] if n <= JOINT_MAX_QUBITS else []
     if diagonal:
-        freq = counts(probabilities(psi), shots, generator) / shots
-        vectors = torch.stack([measurements[i].z_vector(mps[i], freq.dtype) for i in diagonal], dim=1)
-        columns = freq @ vectors
-        for c, i in enumerate(diagonal):
-            results[i] = columns[:, c]
+        _z_words(results, measurements, mps, diagonal, counts(probabilities(psi), shots, generator) / shots)
     for i, (m, mp) in enumerate(zip(measurements, mps, strict=True)):
         if results[i] is None:
             results[i] = m.sampled(psi, mp, shots, generator)
