@@ -40,6 +40,7 @@ Run: ``.venv/bin/python examples/molecular_noise.py --out out`` (both systems) o
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 import warnings
@@ -123,7 +124,7 @@ class System:
     def f_train(self) -> np.ndarray:
         return self.features(self.x_train)
 
-    @property
+    @functools.cached_property
     def f_grid(self) -> tuple[np.ndarray, np.ndarray]:
         """The distinct features of the grid points (each measured once) and, per grid point, its row there."""
         distinct, inverse = np.unique(self.features(self.x_grid).round(12), axis=0, return_inverse=True)
