@@ -35,7 +35,7 @@ WORK_PER_ENTRY = 4  # temporaries per entry of a block: the product (2 for the f
 DEFAULT_MAX_MEMORY = 2 * 2**30  # bytes of working memory per kernel call, unless the device has less
 
 
-def check_max_memory(value: Any, argument: str = "max_memory") -> int | None:
+def check_max_memory(value: Any, argument: str) -> int | None:
     """``value`` (None or a positive number of bytes) as an int, else a ConfigError naming ``argument``."""
     if value is None:
         return None
