@@ -1,5 +1,6 @@
 """Loihi 2's fixed-point sigma-delta neuron (Lava's PySigmaDeltaModelFixed): hand-computed integer traces,
-batched equals per-sample, int32 wraps, and the torch SigmaDelta layer against the chip rule."""
+batched equals per-sample, int32 wraps, and the torch SigmaDelta layer against the chip rule; likewise graded
+Dense, resonate-and-fire (RFZero) and adaptive-threshold LIF (ATRLIF) neurons."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import torch
 
 from hybridai.core.errors import HybridAIError
 from hybridai.neuromorphic.loihi2 import (
+    AdaptiveLIFConfig,
     ResonateFireConfig,
     SigmaDeltaConfig,
     effective_weights,
     graded_dense,
+    run_adaptive_lif,
     run_resonate_and_fire,
     run_sigma_delta,
 )
@@ -245,3 +248,135 @@ def test_bad_resonate_arguments_name_themselves():
         ResonateFireConfig.from_frequency(10.0, 0.0)
     with pytest.raises(HybridAIError, match="v_in.shape"):
         run_resonate_and_fire(ResonateFireConfig(0, 0), one([1, 2]), one([1]))
+
+
+# ------------------------------------------------------------------ adaptive-threshold LIF (Lava's ATRLIF)
+
+QUIET = 2**17  # theta_0 << 6 = 2^23 is above the largest voltage (2^23 - 1): no spikes
+
+
+def test_current_decay_with_the_offset_of_one_by_hand():
+    impulse = one([128, 0, 0, 0, 0, 0, 0, 0])
+    halving = run_adaptive_lif(AdaptiveLIFConfig(theta_0=QUIET, theta_step=0, delta_i=2047), impulse)
+    # a_in << 6 = 8192; the current keeps 4096 - 2047 - 1 = 2048 / 4096 per step (Lava's delta_i 0.5 - 2^-12)
+    assert trace(halving, "i") == [8192, 4096, 2048, 1024, 512, 256, 128, 64]
+    assert trace(halving, "v") == [8192, 12288, 14336, 15360, 15872, 16128, 16256, 16320]  # no voltage decay
+    assert not halving.spikes.any() and trace(halving, "theta") == [QUIET << 6] * 8
+    leaky = run_adaptive_lif(AdaptiveLIFConfig(theta_0=QUIET, theta_step=0, delta_v=2048), impulse)
+    # delta_i = 0 still keeps 4095 / 4096: 8192 -> 8190 -> trunc(8188.0005) = 8188 -> 8186
+    assert trace(leaky, "i")[:4] == [8192, 8190, 8188, 8186]
+    # v = trunc(v / 2) + i: 4096 + 8190 = 12286; 6143 + 8188 = 14331; trunc(7165.5) + 8186 = 15351
+    # (Lava's own test_bitacc_pm_impulse_delta_v expects exactly these)
+    assert trace(leaky, "v") == [8192, 12286, 14331, 15351, 15859, 16111, 16235, 16295]
+
+
+def test_bias_from_mantissa_and_exponent_and_voltage_decay_toward_zero_by_hand():
+    config = AdaptiveLIFConfig(
+        theta_0=QUIET, theta_step=0, delta_v=1024, bias_mant=torch.tensor([3, -5]), bias_exp=torch.tensor([2, -1])
+    )
+    run = run_adaptive_lif(config, torch.zeros(4, 1, 2, dtype=torch.long))
+    # bias 3 << 2 = 12 and -5 >> 1 = floor(-2.5) = -3; v keeps 3072 / 4096, truncated toward zero:
+    # 12, trunc(9) + 12 = 21, trunc(15.75) + 12 = 27, trunc(20.25) + 12 = 32
+    assert run.v[:, 0, 0].tolist() == [12, 21, 27, 32]
+    # -3, trunc(-2.25) - 3 = -5, trunc(-3.75) - 3 = -6, trunc(-4.5) - 3 = -7
+    assert run.v[:, 0, 1].tolist() == [-3, -5, -6, -7]
+    assert not run.i.any()
+
+
+def test_threshold_steps_up_after_a_spike_and_decays_back_to_theta_0_by_hand():
+    # no memory in i or v (v = i = a_in << 6), r gone the next step, theta - theta_0 halves each step
+    config = AdaptiveLIFConfig(theta_0=1, theta_step=2, delta_i=4095, delta_v=4096, delta_theta=2048, delta_r=4096)
+    run = run_adaptive_lif(config, one([1, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0]))
+    assert trace(run, "v") == [64, 0, 0, 64, 128, 0, 0, 0, 0, 0, 0, 0, 0]
+    # t0: 64 - 0 >= theta 64: spike, r = 0 + 2 x 64 = 128, theta = 64 + (2 << 6) = 192; t1: 64 + (192 - 64) / 2
+    # = 128; t2: 96; t3: 80 and v = 64 stays below it; t4: 72 <= 128: spike, r = 2 x 72, theta = 72 + 128 = 200;
+    # then 64 + trunc(136 / 2) = 132, 98, 81, trunc(8.5) + 64 = 72, 68, 66, 65 and back to 64
+    assert trace(run, "spikes") == [1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]
+    assert trace(run, "theta") == [192, 128, 96, 80, 200, 132, 98, 81, 72, 68, 66, 65, 64]
+    assert trace(run, "r") == [128, 0, 0, 0, 144, 0, 0, 0, 0, 0, 0, 0, 0]
+    fresh = run_adaptive_lif(config, one([0, 0, 0, 1]))  # the same input at t3 fires a neuron at theta_0
+    assert trace(fresh, "spikes") == [0, 0, 0, 1]
+
+
+def test_refractory_state_subtracts_from_v_which_is_never_reset_by_hand():
+    ramp = torch.zeros(12, 1, 1, dtype=torch.long)
+    held = run_adaptive_lif(AdaptiveLIFConfig(theta_0=2, theta_step=0, bias_mant=1, bias_exp=5), ramp)
+    # bias 1 << 5 = 32 per step, v = 32 (t + 1), theta = 2 << 6 = 128: t3: 128 - 0 fires, r = 2 x 128 = 256;
+    # r does not decay, so the next spike needs v - 256 >= 128: v = 384 at t11
+    assert trace(held, "v") == [32 * (t + 1) for t in range(12)]
+    assert trace(held, "spikes") == [0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1]
+    assert trace(held, "r") == [0, 0, 0] + [256] * 8 + [512]
+    config = AdaptiveLIFConfig(theta_0=2, theta_step=0, delta_r=2048, bias_mant=1, bias_exp=5)
+    fading = run_adaptive_lif(config, ramp[:10])
+    # r halves before each comparison: t4: 160 - 128 = 32 < 128; t5: 192 - 64 = 128 fires, r = 64 + 256 = 320;
+    # t6: 224 - 160 = 64; t7: 256 - 80 = 176 fires, r = 336; t8: 288 - 168 = 120; t9: 320 - 84 = 236 fires
+    assert trace(fading, "spikes") == [0, 0, 0, 1, 0, 1, 0, 1, 0, 1]
+    assert trace(fading, "r") == [0, 0, 0, 256, 128, 320, 160, 336, 168, 340]
+
+
+def test_current_folds_at_24_bits_and_voltage_clips_as_lava_does():
+    config = AdaptiveLIFConfig(theta_0=QUIET, theta_step=0)
+    run = run_adaptive_lif(config, one([2**17, 2**17]))
+    # t0: i = 2^17 << 6 = 2^23 survives (only values above 2^23 fold), v clips to 2^23 - 1;
+    # t1: trunc(2^23 x 4095 / 4096) + 2^23 = 16775168 > 2^23 folds to 16775168 - 2^24 = -2048
+    assert trace(run, "i") == [2**23, -2048]
+    assert trace(run, "v") == [2**23 - 1, 2**23 - 1 - 2048]
+    low = run_adaptive_lif(config, one([-(2**17)]))
+    assert trace(low, "i") == [2**23]  # -2^23 is at or below -2^23: + 2^24
+
+
+def test_adaptive_bias_shift_and_input_wrap_at_32_bits_as_numpy_int32_does():
+    config = AdaptiveLIFConfig(theta_0=0, theta_step=0, bias_mant=torch.tensor([4095, 0]), bias_exp=20)
+    run = run_adaptive_lif(config, torch.tensor([[[0, 2**25 + 1]], [[0, 0]]]))
+    # 4095 << 20 = 4293918720 wraps to -1048576 (Lava shifts an int32); v keeps it: -1048576, -2097152
+    assert run.v[:, 0, 0].tolist() == [-1048576, -2097152]
+    # (2^25 + 1) << 6 = 2^31 + 64 wraps to -2^31 + 64, then folds: + 2^24; v clips to -(2^23 - 1)
+    assert run.i[0, 0, 1].item() == -(2**31) + 64 + 2**24
+    assert run.v[0, 0, 1].item() == -(2**23 - 1)
+    assert not run.spikes.any()  # v - r = v < theta = 0
+
+
+def test_adaptive_lif_batched_equals_per_sample():
+    g = torch.Generator().manual_seed(3)
+    config = AdaptiveLIFConfig(
+        theta_0=20,
+        theta_step=6,
+        delta_i=500,
+        delta_v=300,
+        delta_theta=200,
+        delta_r=800,
+        bias_mant=torch.tensor([0, 5, -3, 12, 1]),
+        bias_exp=torch.tensor([0, 3, 2, 1, -1]),
+    )
+    a_in = torch.randint(-8, 20, (50, 3, 5), generator=g)
+    batched = run_adaptive_lif(config, a_in)
+    for b in range(3):
+        alone = run_adaptive_lif(config, a_in[:, b : b + 1])
+        assert all(torch.equal(x[:, b : b + 1], y) for x, y in zip(batched, alone, strict=True))
+    assert batched.spikes.any() and not batched.spikes.all()
+    assert bool((batched.theta > 20 << 6).any())  # some thresholds were raised
+
+
+def test_bad_adaptive_arguments_name_themselves():
+    for kwargs, name in (
+        ({"delta_i": 4096}, "delta_i"),
+        ({"delta_v": -1}, "delta_v"),
+        ({"delta_r": 4097}, "delta_r"),
+        ({"theta_0": 1.5}, "theta_0"),
+        ({"theta_step": 2**25}, "theta_step"),
+        ({"bias_mant": 2**15}, "bias_mant"),
+        ({"bias_exp": torch.tensor([0, 32])}, "bias_exp"),
+        ({"bias_exp": torch.zeros(2, 2, dtype=torch.long)}, "bias_exp"),
+        ({"delta_theta": True}, "delta_theta"),
+    ):
+        with pytest.raises(HybridAIError, match=name):
+            AdaptiveLIFConfig(**{"theta_0": 1, "theta_step": 1, **kwargs})
+    config = AdaptiveLIFConfig(theta_0=1, theta_step=1)
+    with pytest.raises(HybridAIError, match="a_in"):
+        run_adaptive_lif(config, torch.rand(3, 1, 2))
+    with pytest.raises(HybridAIError, match="a_in"):
+        run_adaptive_lif(config, torch.zeros(3, 2, dtype=torch.long))
+    with pytest.raises(HybridAIError, match="config.bias_mant"):
+        run_adaptive_lif(AdaptiveLIFConfig(1, 1, bias_mant=torch.tensor([1, 2, 3])), torch.zeros(3, 1, 2).long())
+    with pytest.raises(HybridAIError, match="config"):
+        run_adaptive_lif({"theta_0": 1}, torch.zeros(3, 1, 2, dtype=torch.long))
