@@ -34,10 +34,6 @@ from hybridai.neuromorphic.loihi2.registers import integer_register, per_neuron
 ACTIVATIONS = ("relu", "unit")
 
 
-def _same(x: torch.Tensor) -> torch.Tensor:
-    return x
-
-
 def _wrap_(x: torch.Tensor) -> torch.Tensor:
     """``x`` (int64) wrapped in place to int32's range, as numpy int32 arithmetic wraps."""
     return x.add_(2**31).bitwise_and_(2**32 - 1).sub_(2**31)
@@ -73,43 +69,123 @@ class SigmaDeltaRun(NamedTuple):
     messages: torch.Tensor
 
 
+def exact_lanes(bound: float) -> torch.dtype | None:
+    """The cheapest float dtype holding every integer up to ``bound`` exactly (None: beyond float64's 2^53)."""
+    if bound < 2**24:
+        return torch.float32
+    return torch.float64 if bound < 2**53 else None
+
+
 def run_sigma_delta(config: SigmaDeltaConfig, a_in: Any) -> SigmaDeltaRun:
     """Run sigma-delta neurons ``config`` on integer input ``a_in`` ``[T, B, N]`` (module docstring)."""
     if not isinstance(config, SigmaDeltaConfig):
         raise invalid("config", type(config).__name__, "a hybridai.neuromorphic.loihi2.SigmaDeltaConfig")
     a_in = check_integer(a_in, "a_in")
+    n = a_in.shape[2]
+    vth, bias = (per_neuron(name, getattr(config, name), n, a_in.device) for name in ("vth", "bias"))
+    largest = 2 * _largest(a_in, vth, bias)
+    lanes = None if config.cum_error or largest >= 2**31 else exact_lanes(largest)
+    if lanes is None:
+        return _stepwise(config, a_in, vth, bias)
+    x = a_in.to(lanes)
+    group = SigmaDeltaLanes(config, vth, bias, x.shape[1:], x)
+    out = torch.empty(3, *x.shape, dtype=lanes, device=x.device)
+    for t in range(x.shape[0]):
+        group.step(x[t], out[2, t])
+        group.traces(out[0, t], out[1, t])
+    return SigmaDeltaRun(*out.long())
+
+
+def _largest(a_in: torch.Tensor, vth: torch.Tensor, bias: torch.Tensor) -> float:
+    """A bound on |sigma|, |activation| and |residue| over the run; |delta| stays below twice it."""
+    return float(a_in.abs().amax((1, 2)).sum()) + float(bias.abs().max()) + float(vth.max())
+
+
+class SigmaDeltaLanes:
+    """One group of ``cum_error=False`` sigma-delta neurons stepped in float lanes (a dtype holding every value
+    of the run exactly: ``exact_lanes``), for runs that cannot wrap. Built per run: it holds that run's state.
+
+    Lava's rule carries the residue, so the receiver's reference ``ref = act - residue`` follows
+    ``ref_t = act_t`` where ``|act_t - ref_(t-1)| >= vth``, else ``ref_(t-1)``: the message is
+    ``(act_t - ref_(t-1)) * mask`` with ``mask = clamp(|act_t - ref_(t-1)| - vth + 1, 0, 1)`` (0 or 1 on integers).
+    The state holds ``sigma + bias``; a step works in place on ``[B, N]`` buffers that stay in cache.
+    ``synapses=(weights.T, weight_exp)`` (float lanes) makes the input of a step the incoming messages ``[B, F]``,
+    delivered through graded Dense without its one-step buffer (the caller aligns the clocks); ``count`` keeps
+    in ``active`` the number of non-zero delivered inputs."""
+
+    def __init__(
+        self,
+        config: SigmaDeltaConfig,
+        vth: torch.Tensor,
+        bias: torch.Tensor,
+        shape: tuple[int, int],
+        like: torch.Tensor,
+        synapses: tuple[torch.Tensor, int] | None = None,
+        count: bool = False,
+    ) -> None:
+        self.relu, self.state_exp, self.synapses = config.activation == "relu", config.state_exp, synapses
+        self.active = torch.zeros((), dtype=torch.int64, device=like.device) if count else None
+        self.bias, self.below = bias.to(like), vth.to(like) - 1
+        self.state, self.act, self.gap, self.mask, self.reference, self.synaptic, self.sent = (
+            torch.zeros(shape, dtype=like.dtype, device=like.device) for _ in range(7)
+        )
+        self.state.add_(self.bias)
+
+    def step(self, x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """Advance one step on input ``x`` and write the messages into ``out`` ``[B, N]`` (returned)."""
+        delivered = x if self.synapses is None else _deliver(x, self.synapses, self.synaptic)
+        self.state.add_(delivered)
+        if self.active is not None:
+            self.active += torch.count_nonzero(delivered)
+        active = torch.clamp(self.state, min=0, out=self.act) if self.relu else self.state
+        torch.sub(active, self.reference, out=self.gap)
+        torch.abs(self.gap, out=self.mask).sub_(self.below).clamp_(0, 1)
+        if not self.state_exp:
+            self.reference.add_(torch.mul(self.gap, self.mask, out=out))
+            return out
+        self.reference.add_(torch.mul(self.gap, self.mask, out=self.sent))
+        return torch.div(self.sent, 2**self.state_exp, rounding_mode="floor", out=out)  # an arithmetic shift
+
+    def traces(self, sigma: torch.Tensor, activation: torch.Tensor) -> None:
+        """Write this step's sigma and activation into ``sigma`` and ``activation`` ``[B, N]``."""
+        torch.sub(self.state, self.bias, out=sigma)
+        activation.copy_(self.act if self.relu else self.state)
+
+
+def _deliver(messages: torch.Tensor, synapses: tuple[torch.Tensor, int], out: torch.Tensor) -> torch.Tensor:
+    """``(messages @ W.T) << weight_exp`` (``>> -weight_exp``: floor) into ``out``, exact in its float dtype."""
+    weights_t, weight_exp = synapses
+    torch.mm(messages, weights_t, out=out)
+    if weight_exp:
+        out.mul_(2.0**weight_exp)
+        if weight_exp < 0:
+            out.floor_()
+    return out
+
+
+def _stepwise(config: SigmaDeltaConfig, a_in: torch.Tensor, vth: torch.Tensor, bias: torch.Tensor) -> SigmaDeltaRun:
+    """The rule step by step in int64, wrapped to int32 (``cum_error``, or sums that may leave int32)."""
     steps, batch, n = a_in.shape
-    device = a_in.device
-    vth, bias = (per_neuron(name, getattr(config, name), n, device) for name in ("vth", "bias"))
-    # without cum_error, |act| <= the summed largest inputs + |bias| and |residue| < vth, so |delta| < 2 (that
-    # + vth): when that stays in int32 the wraps change nothing and are skipped (always kept with cum_error),
-    # and the integers run in float64 lanes (exact below 2^53; torch's float64 kernels are several times
-    # faster than its int64 ones on CPU). Every step works in place in preallocated buffers.
-    largest = float(a_in.abs().amax((1, 2)).sum()) + float(bias.abs().max()) + float(vth.max())
-    wraps = config.cum_error or 2 * largest >= 2**31
-    lanes = torch.int64 if wraps else torch.float64
-    vth, bias = vth.to(lanes), bias.to(lanes)
     sigma, act, act_prev, delta, residue, error, sent, magnitude = (
-        torch.zeros(batch, n, dtype=lanes, device=device) for _ in range(8)
+        torch.zeros(batch, n, dtype=torch.int64, device=a_in.device) for _ in range(8)
     )
-    over = torch.empty(batch, n, dtype=torch.bool, device=device)
-    fold = _wrap_ if wraps else _same
-    out = torch.empty(3, steps, batch, n, dtype=torch.int64, device=device)
+    over = torch.empty(batch, n, dtype=torch.bool, device=a_in.device)
+    out = torch.empty(3, steps, batch, n, dtype=torch.int64, device=a_in.device)
     for t in range(steps):
-        fold(sigma.add_(a_in[t]))
-        fold(torch.add(sigma, bias, out=act))
+        _wrap_(sigma.add_(a_in[t]))
+        _wrap_(torch.add(sigma, bias, out=act))
         if config.activation == "relu":
             act.clamp_(min=0)
-        fold(torch.sub(act, act_prev, out=delta).add_(residue))
+        _wrap_(torch.sub(act, act_prev, out=delta).add_(residue))
         if config.cum_error:
-            fold(error.add_(delta))
+            _wrap_(error.add_(delta))
             torch.ge(torch.abs(error, out=magnitude), vth, out=over)
             torch.mul(delta, over, out=sent)
             error.mul_(torch.eq(sent, 0, out=over))  # zeroed where a message went out
         else:
             torch.ge(torch.abs(delta, out=magnitude), vth, out=over)
             torch.mul(delta, over, out=sent)
-        fold(torch.sub(delta, sent, out=residue))
+        _wrap_(torch.sub(delta, sent, out=residue))
         act_prev.copy_(act)
         out[0, t].copy_(sigma)
         out[1, t].copy_(act)
