@@ -25,6 +25,8 @@ class LayerActivity:
     synaptic_ops: synaptic events delivered into the layer: each input event times its fan-out.
     neuron_updates: neuron state updates (neurons x time steps x samples).
     active_updates: those of ``neuron_updates`` whose neuron had non-zero state or input.
+    dense_synaptic_ops: the synaptic events of the same layer run densely, every input sent every step
+        (None where the chip has no event-free dense mode to compare with).
     """
 
     name: str
@@ -33,6 +35,7 @@ class LayerActivity:
     synaptic_ops: int
     neuron_updates: int
     active_updates: int
+    dense_synaptic_ops: int | None = None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from hybridai.core import registry
 from hybridai.core.contracts import ChipCompiler
 from hybridai.core.errors import ShapeError, invalid
 from hybridai.core.text_table import format_table
-from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork
+from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, energy_model, estimate
 from hybridai.spiking.layout import check_samples_layout
 from hybridai.spiking.neurons import CUBA, LIF
@@ -93,6 +93,13 @@ class Deployment:
             agreement=_agreement(reference, got, labels),
             energy=estimate(chip_run, self.energy) if self.energy is not None else None,
         )
+
+
+def _saved(activity: LayerActivity) -> str:
+    """The share of synaptic events a dense run of the layer (every input sent every step) would add."""
+    if not activity.dense_synaptic_ops:
+        return "-"
+    return f"{1 - activity.synaptic_ops / activity.dense_synaptic_ops:.1%}"
 
 
 def _in_model_dtype(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -174,6 +181,7 @@ class DeploymentReport:
         ]
         steps = max(run.samples * run.time_steps, 1)
         energy = dict(self.energy.per_layer) if self.energy else {}
+        dense = any(a.dense_synaptic_ops is not None for a in run.layers)
         rows = [
             [
                 a.name,
@@ -183,6 +191,7 @@ class DeploymentReport:
                 f"{a.synaptic_ops / steps:,.1f}",
                 f"{a.neuron_updates / steps:,.0f}",
                 f"{energy[a.name] / run.samples * 1e9:.3f}" if a.name in energy else "-",
+                *([_saved(a)] if dense else []),
             ]
             for a in run.layers
         ]
@@ -190,7 +199,9 @@ class DeploymentReport:
             format_table(["deployment", ""], head),
             "",
             format_table(
-                ["layer", "neurons", "spikes/step", "rate", "syn. ops/step", "updates/step", "nJ/sample"], rows
+                ["layer", "neurons", "spikes/step", "rate", "syn. ops/step", "updates/step", "nJ/sample"]
+                + (["syn. ops saved vs dense"] if dense else []),
+                rows,
             ),
             "",
             self._energy_text(),

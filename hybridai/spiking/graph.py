@@ -28,6 +28,7 @@ from torch import nn
 from hybridai.core.errors import invalid, optional_int
 from hybridai.spiking.encoding import MembraneDecoder, RateDecoder, SpikeCountDecoder, TimeDistributed
 from hybridai.spiking.neurons import CUBA, LIF
+from hybridai.spiking.sigma_delta import SigmaDelta
 
 # (module class, kind), first match wins
 KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
@@ -35,6 +36,7 @@ KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
     (nn.Conv2d, "conv"),
     (CUBA, "cuba"),
     (LIF, "lif"),
+    (SigmaDelta, "sigma_delta"),
     (nn.ReLU, "relu"),
     (nn.MaxPool2d, "pool"),
     (nn.Flatten, "flatten"),
@@ -45,8 +47,8 @@ SPIKING = ("lif", "cuba")
 
 
 def kind_of(module: nn.Module) -> str | None:
-    """The kind of ``module`` (``"dense"``, ``"conv"``, ``"lif"``, ``"cuba"``, ``"relu"``, ``"pool"``,
-    ``"flatten"``, ``"decoder"``), or None for a layer hybridai cannot lower."""
+    """The kind of ``module`` (``"dense"``, ``"conv"``, ``"lif"``, ``"cuba"``, ``"sigma_delta"``, ``"relu"``,
+    ``"pool"``, ``"flatten"``, ``"decoder"``), or None for a layer hybridai cannot lower."""
     return next((kind for cls, kind in KINDS if isinstance(module, cls)), None)
 
 
@@ -146,6 +148,12 @@ def _check_time_major(where: str, layer: LIF | CUBA, target: str) -> None:
         )
 
 
+def _decodable(nodes: list[LayerNode]) -> bool:
+    """A decoder may follow a LIF or CUBA layer, or the read-out Linear of a sigma-delta network."""
+    last = nodes[-1].kind
+    return last in SPIKING or (last == "dense" and any(n.kind == "sigma_delta" for n in nodes))
+
+
 def lower(
     model: Any, *, target: str, accepts: Collection[str], supported: str, n_inputs: int | None = None
 ) -> LayerGraph:
@@ -180,8 +188,14 @@ def lower(
         elif kind in SPIKING:
             _check_time_major(where, module, target)
             n_in = width = _neurons(where, module, width)
-        elif kind == "decoder" and (not nodes or nodes[-1].kind not in SPIKING):
-            raise invalid(where, type(module).__name__, "a decoder only as the last layer, after a LIF or CUBA layer")
+        elif kind == "sigma_delta":
+            n_in = width = module.features or width
+        elif kind == "decoder" and (not nodes or not _decodable(nodes)):
+            raise invalid(
+                where,
+                type(module).__name__,
+                "a decoder only as the last layer, after a LIF or CUBA layer (or a sigma-delta network's read-out)",
+            )
         elif kind in ("conv", "pool", "flatten"):
             width = None
         nodes.append(LayerNode(kind, module, index, width, n_in, time_distributed))

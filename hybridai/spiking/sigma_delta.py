@@ -2,17 +2,19 @@
 
 A layer after a Linear in ``nn.Sequential``, time-major ``[T, B, N]`` like LIF. Per step it
 accumulates the incoming deltas (sigma), adds its bias, applies ReLU on the activation grid,
-and sends the change of the activation since its last message (delta) only when that change
-reaches the threshold; the messages are graded (any integer multiple of ``scale``) and zero
-otherwise. The next Linear therefore sees deltas; with ``cum_error=True`` the sum of a layer's
-messages over time stays within one threshold of its (quantized) activation.
+and sends the change of the activation against what it has sent so far (delta) only when that
+change reaches the threshold; the messages are graded (any integer multiple of ``scale``) and zero
+otherwise. The next Linear therefore sees deltas, and the sum of a layer's messages over time stays
+within one threshold of its (quantized) activation.
 
 Quantization-aware (as lava-dl's sigma-delta blocks): activations, bias and threshold lie on the
-grid ``k * scale`` (``k`` an integer), which is what the chip's integer registers hold; gradients
-pass straight through the rounding and the threshold (the messages' gradient is the gradient of
-the exact delta ``act_t - act_{t-1}``). Weights are not this layer's: they are quantized when a
-chip backend compiles the preceding Linear (put ``bias=False`` on it: a Linear's bias would be
-added to every delta and so accumulate; this layer's ``bias`` is added once, after sigma).
+grid ``k * scale`` (``k`` an integer), which is what the chip's integer registers hold; each step's
+input is floored to the grid before it is summed, as the chip's Dense synapses shift their sums
+right (``hybridai.neuromorphic.loihi2``); gradients pass straight through the rounding and the
+threshold (the messages' gradient is the gradient of the exact delta ``act_t - act_{t-1}``). Weights
+are not this layer's: the ``loihi2`` backend quantizes the preceding Linear when it compiles
+(``loihi2.fake_quantize`` trains with those weights). Put ``bias=False`` on that Linear: its bias
+would be added to every delta and so accumulate; this layer's ``bias`` is added once, after sigma.
 
 Message rate, for a loss that trades sparsity for accuracy: no state is kept on the layer (a
 model may be shared between threads). Run the forward inside ``record_messages()``; the record
@@ -81,8 +83,13 @@ def record_messages() -> Iterator[MessageRecord]:
 
 
 def _round_ste(x: torch.Tensor) -> torch.Tensor:
-    """Round to the nearest integer, gradient 1."""
+    """Round to the nearest integer (half to even), gradient 1."""
     return x + (torch.round(x) - x).detach()
+
+
+def _floor_ste(x: torch.Tensor) -> torch.Tensor:
+    """Round down to an integer, gradient 1."""
+    return x + (torch.floor(x) - x).detach()
 
 
 class SigmaDelta(HybridModule):
@@ -92,15 +99,15 @@ class SigmaDelta(HybridModule):
     number of ``scale`` steps, at least one). ``scale``: one integer step of the chip's activation
     register (e.g. ``2 ** -6``). ``bias``: per-neuron bias added after sigma (needs ``features``);
     ``learn_bias`` makes it a parameter. ``input="delta"`` (default) accumulates the input (it is
-    the previous layer's deltas through a Linear); ``input="value"`` takes the input as the
-    activation itself (a first layer delta-encoding frames). The delta is taken against the
-    previous step's activation: a change below the threshold is never sent. ``cum_error=True``
-    takes it against the sum of what was sent (the unsent residue carries over), so small changes
-    add up until they are sent and the receiver's sum stays within one threshold of the activation.
-    With ``cum_error=True``, integer inputs and ``scale=1`` the messages equal Lava's fixed-point
-    sigma-delta rule (``hybridai.neuromorphic.loihi2.run_sigma_delta`` with its ``cum_error=False``:
-    Lava always carries the residue; its own ``cum_error`` is a different rule); the default here
-    (``cum_error=False``) drops sub-threshold changes and is not a Lava model.
+    the previous layer's deltas through a Linear; each step floored to the grid); ``input="value"``
+    takes the input as the activation itself (a first layer delta-encoding frames; rounded to the
+    grid, half to even). ``cum_error=True`` (default) takes the delta against the sum of what was
+    sent (the unsent residue carries over), so small changes add up until they are sent and the
+    receiver's sum stays within one threshold of the activation: Loihi 2's rule
+    (``loihi2.run_sigma_delta`` with its ``cum_error=False``; Lava always carries the residue, its own
+    ``cum_error`` is a different rule). ``cum_error=False`` takes it against the previous step's
+    activation, so a change below the threshold is never sent: not a chip rule (the ``loihi2``
+    backend refuses it).
     """
 
     domain = "spiking"
@@ -115,7 +122,7 @@ class SigmaDelta(HybridModule):
         bias: float = 0.0,
         learn_bias: bool = False,
         input: str = "delta",  # noqa: A002 - the name says what the layer reads
-        cum_error: bool = False,
+        cum_error: bool = True,
     ) -> None:
         super().__init__()
         if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not (0 < scale < math.inf):
@@ -158,9 +165,9 @@ class SigmaDelta(HybridModule):
             raise invalid("x.dtype", x.dtype, "a floating tensor", ShapeError)
         if self.features is not None and x.shape[-1] != self.features:
             raise invalid("x.shape", tuple(x.shape), f"[T, B, {self.features}] (features={self.features})", ShapeError)
-        sigma = torch.cumsum(x, dim=0) if self.input == "delta" else x
-        bias = self.bias.to(x.dtype)
-        steps = torch.relu(_round_ste(sigma / self.scale) + _round_ste(bias / self.scale))
+        grid = x / self.scale
+        sigma = torch.cumsum(_floor_ste(grid), dim=0) if self.input == "delta" else _round_ste(grid)
+        steps = torch.relu(sigma + _round_ste(self.bias.to(x.dtype) / self.scale))
         messages = self._encode(steps.detach())
         exact = torch.diff(steps, dim=0, prepend=torch.zeros_like(steps[:1]))
         out = (messages + exact - exact.detach()) * self.scale

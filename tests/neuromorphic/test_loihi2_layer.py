@@ -1,5 +1,6 @@
 """SigmaDelta: the integer-grid sigma-delta rule in torch, its straight-through gradients, the message record."""
 
+import math
 import threading
 
 import pytest
@@ -10,12 +11,12 @@ from hybridai.core.errors import ConfigError, ShapeError
 from hybridai.spiking import SigmaDelta, record_messages
 
 
-def reference_messages(x, threshold_steps, scale, bias_steps=0, cum_error=False, accumulate=True):
-    """Plain-Python sigma-delta on the integer grid (one neuron stream)."""
-    sigma, reference, out = 0.0, 0, []
+def reference_messages(x, threshold_steps, scale, bias_steps=0, cum_error=True, accumulate=True):
+    """Plain-Python sigma-delta on the integer grid (one neuron stream): each delta input floored to the grid."""
+    sigma, reference, out = 0, 0, []
     for value in x:
-        sigma = sigma + value if accumulate else value
-        act = max(0, round(sigma / scale) + bias_steps)
+        sigma = sigma + math.floor(value / scale) if accumulate else round(value / scale)
+        act = max(0, sigma + bias_steps)
         delta = act - reference
         message = delta if abs(delta) >= threshold_steps else 0
         reference = reference + message if cum_error else act
@@ -45,17 +46,21 @@ def test_cum_error_sum_tracks_the_activation_and_constant_input_goes_silent():
     layer = SigmaDelta(threshold=0.05, scale=1 / 64, cum_error=True)
     out = layer(x)
     assert (out[1:] == 0).all() and torch.allclose(out[0], torch.full((1, 4), 0.5))
-    slow = torch.full((40, 1, 1), 0.01)  # a slow ramp, each change below the threshold
+    slow = torch.full((40, 1, 1), 0.02)  # a slow ramp: 1.28 grid steps a step, floored to 1, below the threshold
     summed = SigmaDelta(threshold=0.05, scale=1 / 64, cum_error=True)(slow).cumsum(0)
-    truth = torch.relu(torch.round(slow.cumsum(0) * 64)) / 64
+    truth = torch.arange(1, 41).reshape(40, 1, 1) / 64  # the chip's sigma: one whole step per step
     assert ((summed - truth).abs() < 0.05).all()
-    assert SigmaDelta(threshold=0.05, scale=1 / 64)(slow).abs().sum() == 0  # without cum_error it is never sent
+    assert ((summed - truth).abs() > 0).any()  # the residue waits for the threshold
+    assert SigmaDelta(threshold=0.05, scale=1 / 64, cum_error=False)(slow).abs().sum() == 0  # never sent
+    assert SigmaDelta(threshold=0.05, scale=1 / 64)(torch.full((40, 1, 1), 0.01)).abs().sum() == 0  # floored away
 
 
 def test_value_input_delta_encodes_frames():
-    frames = torch.tensor([[[0.0]], [[0.5]], [[0.52]], [[0.2]]])
+    frames = torch.tensor([[[0.0]], [[0.5]], [[0.52]], [[0.2]]], dtype=torch.float64)
     out = SigmaDelta(threshold=0.1, scale=0.01, input="value")(frames)
-    assert out.flatten().tolist() == pytest.approx([0.0, 0.5, 0.0, -0.32])  # against the previous activation 0.52
+    assert out.flatten().tolist() == pytest.approx([0.0, 0.5, 0.0, -0.3])  # against what was sent (0.5)
+    dropped = SigmaDelta(threshold=0.1, scale=0.01, input="value", cum_error=False)(frames)
+    assert dropped.flatten().tolist() == pytest.approx([0.0, 0.5, 0.0, -0.32])  # against the activation 0.52
 
 
 def test_gradients_pass_straight_through_to_the_linear():

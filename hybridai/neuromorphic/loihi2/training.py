@@ -1,0 +1,43 @@
+"""Quantization-aware training for Loihi 2: the float model with the weights the chip will hold.
+
+``fake_quantize(model)`` wraps a sigma-delta ``nn.Sequential`` (what the ``loihi2`` backend compiles) in a
+module whose forward pass runs the model in float64 with every Linear's weight replaced by the value its
+8-bit mantissa and exponent represent (``plan.chip_weight``), re-derived from the float weights on every call.
+The SigmaDelta layers already compute on the chip's grid, so this forward equals the chip message for
+message (``Loihi2Network.messages``; read the float messages with ``record_messages()``). Gradients pass
+straight through the weight rounding to the float weights (trained in place).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from hybridai.neuromorphic.loihi2.plan import chip_weight, parse, plan
+
+
+class FakeQuantized(nn.Module):
+    """``model`` computing what the Loihi 2 emulator computes, trainable (see the module docstring)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        parse(model)
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        stages, decoder = parse(self.model)
+        plans = plan(stages)
+        out = x.double()
+        for i, (stage, registers) in enumerate(zip(stages, plans, strict=True)):
+            if stage.dense is not None:
+                weight = stage.dense.module.weight.double()
+                exact = chip_weight(registers, plans[i - 1].grid).to(weight.device)
+                out = nn.functional.linear(out, weight + (exact - weight).detach())
+            if not stage.readout:
+                out = stage.node.module(out)
+        return decoder(out) if decoder is not None else out
+
+
+def fake_quantize(model: nn.Module) -> FakeQuantized:
+    """``FakeQuantized(model)``: train what the Loihi 2 chip will compute."""
+    return FakeQuantized(model)
