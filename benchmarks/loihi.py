@@ -13,6 +13,17 @@ Both must produce identical spikes (checked, and printed). Reported: sample-step
 (T x batch / seconds, median of ``--repeats`` after one warm-up call each), the ratio (target >= 20x)
 and the torch thread count.
 
+Then a Loihi 2 sigma-delta network on one aligned clock (layer l at step t receives layer l-1's messages of
+step t; no Dense one-step buffer): an input group of 100 ReLU sigma-delta neurons (vth 2, bias 0) fed sparse
+graded host input (integers in [-8, 8], about 20 % non-zero), a graded Dense 100 -> 1,000 (mixed 8-bit
+weights, weight_exp -5) into 1,000 ReLU sigma-delta neurons (vth 16, per-neuron biases), and a graded Dense
+1,000 -> 1,000 (weight_exp -9) into 1,000 more (vth 16), same T and batch:
+
+* hybridai: ``loihi2.run_graded_network`` (torch, all samples at once)
+* numpy: Lava's fixed-point rules in int32, one sample at a time, the three layers stepped together
+
+Every layer's messages must be identical (checked, and printed), with the same report and target.
+
     python benchmarks/loihi.py [--steps 200] [--batch 64] [--repeats 5] [--threads 1] [--device cpu]
 """
 
@@ -96,32 +107,48 @@ def timed(fn, repeats: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-SD_VTH, SD_WEIGHT_EXP = 16, -2
+SD_INPUT_VTH, SD_VTH, SD_WEIGHT_EXP, SD_WEIGHT_EXP_2 = 2, 16, -5, -9
 
 
 def sigma_delta_network(seed: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
-    """A graded Dense layer (mixed 8-bit weights, weight_exp -2) into 1,000 ReLU sigma-delta neurons."""
+    """A graded Dense layer (mixed 8-bit weights, weight_exp -5) into 1,000 ReLU sigma-delta neurons."""
     g = torch.Generator().manual_seed(seed)
     return torch.randint(-128, 128, (NEURONS, INPUTS), generator=g), torch.randint(-20, 21, (NEURONS,), generator=g)
 
 
-def sigma_delta_numpy(messages: np.ndarray, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """Lava's rules (graded Dense with its one-step buffer, fixed-point sigma-delta) one sample at a time, in
-    numpy int32 as Lava's CPU models hold them."""
-    steps, batch, _ = messages.shape
-    w = ((np.clip(weights, -256, 255) >> 1) << 1).astype(np.int32)  # mixed signs: the lowest bit dropped
-    out = np.zeros((steps, batch, NEURONS), dtype=np.int32)
+def sigma_delta_second(seed: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
+    """The second graded Dense layer (1,000 -> 1,000, mixed 8-bit weights) and its neurons' biases."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(-128, 128, (NEURONS, NEURONS), generator=g), torch.randint(-20, 21, (NEURONS,), generator=g)
+
+
+def sigma_delta_numpy(
+    a_in: np.ndarray, dense: list[tuple[np.ndarray, np.ndarray, int]], input_vth: int = SD_INPUT_VTH
+) -> list[np.ndarray]:
+    """Lava's fixed-point sigma-delta rules for the network on one aligned clock (graded Dense without its
+    one-step buffer), one sample at a time, in numpy int32 as Lava's CPU models hold them. ``dense``: per layer
+    after the input group, (weights, bias, weight_exp). Returns every layer's messages [T, B, N]."""
+    steps, batch, features = a_in.shape
+    # mixed signs: clipped to 8 bits and the lowest bit dropped (Lava's truncation)
+    synapses = [(((np.clip(w, -256, 255) >> 1) << 1).astype(np.int32), -exp) for w, _, exp in dense]
+    biases = [np.zeros(features, dtype=np.int32)] + [b.astype(np.int32) for _, b, _ in dense]
+    vths = [input_vth] + [SD_VTH] * len(dense)
+    sizes = [len(b) for b in biases]
+    out = [np.zeros((steps, batch, n), dtype=np.int32) for n in sizes]
     for b in range(batch):
-        buffer = np.zeros(NEURONS, dtype=np.int32)
-        sigma, act, residue = (np.zeros(NEURONS, dtype=np.int32) for _ in range(3))
+        states = [tuple(np.zeros(n, dtype=np.int32) for _ in range(3)) for n in sizes]  # sigma, act, residue
         for t in range(steps):
-            a_in, buffer = buffer, np.right_shift(w @ messages[t, b].astype(np.int32), -SD_WEIGHT_EXP)
-            sigma = sigma + a_in
-            new_act = np.maximum(sigma + bias.astype(np.int32), 0)
-            delta = new_act - act + residue
-            sent = np.where(np.abs(delta) >= SD_VTH, delta, 0).astype(np.int32)
-            residue, act = delta - sent, new_act
-            out[t, b] = sent
+            x = a_in[t, b].astype(np.int32)
+            for layer, (sigma, act, residue) in enumerate(states):
+                if layer:
+                    w, shift = synapses[layer - 1]
+                    x = np.right_shift(w @ x, shift)  # floor, as Lava's int32 shift
+                sigma = sigma + x
+                new_act = np.maximum(sigma + biases[layer], 0)
+                delta = new_act - act + residue
+                sent = np.where(np.abs(delta) >= vths[layer], delta, 0).astype(np.int32)
+                states[layer] = (sigma, new_act, delta - sent)
+                out[layer][t, b] = x = sent
     return out
 
 
@@ -165,37 +192,51 @@ def main() -> None:
     print(f"speed-up {ratio:.1f}x (target >= 20x): {'met' if ratio >= 20 else 'NOT met'}")
 
     weights, bias = sigma_delta_network()
+    weights_2, bias_2 = sigma_delta_second()
     graded = torch.randint(-8, 9, (args.steps, args.batch, INPUTS), generator=g)
     graded = graded * (torch.rand(graded.shape, generator=g) < 0.2)  # sparse graded input messages
-    config = loihi2.SigmaDeltaConfig(vth=SD_VTH, bias=bias)
+    graded_layers = [
+        loihi2.GradedLayer("input", loihi2.SigmaDeltaConfig(vth=SD_INPUT_VTH, bias=0)),
+        loihi2.GradedLayer(
+            "hidden",
+            loihi2.SigmaDeltaConfig(vth=SD_VTH, bias=bias.to(device)),
+            loihi2.effective_weights(weights).to(device),
+            SD_WEIGHT_EXP,
+        ),
+        loihi2.GradedLayer(
+            "output",
+            loihi2.SigmaDeltaConfig(vth=SD_VTH, bias=bias_2.to(device)),
+            loihi2.effective_weights(weights_2).to(device),
+            SD_WEIGHT_EXP_2,
+        ),
+    ]
     on_device_graded = graded.to(device)
 
-    def sigma_delta_run() -> torch.Tensor:
-        synaptic = loihi2.graded_dense(weights, on_device_graded, weight_exp=SD_WEIGHT_EXP)
-        messages = loihi2.run_sigma_delta(config, synaptic).messages
+    def sigma_delta_run() -> list[torch.Tensor]:
+        messages = loihi2.run_graded_network(graded_layers, on_device_graded).messages
         if device.type == "cuda":
             torch.cuda.synchronize()
-        return messages.cpu()
+        return [m.cpu() for m in messages]
 
     sd_s, sd = timed(sigma_delta_run, args.repeats)
-    sd_numpy_s, sd_reference = timed(
-        lambda: sigma_delta_numpy(graded.numpy(), weights.numpy(), bias.numpy()), max(1, args.repeats - 2)
-    )
-    sd_same = bool(np.array_equal(sd.numpy(), sd_reference))
-    sent = int((sd != 0).sum())
+    dense = [(weights.numpy(), bias.numpy(), SD_WEIGHT_EXP), (weights_2.numpy(), bias_2.numpy(), SD_WEIGHT_EXP_2)]
+    sd_numpy_s, sd_reference = timed(lambda: sigma_delta_numpy(graded.numpy(), dense), max(1, args.repeats - 2))
+    sd_same = all(np.array_equal(m.long().numpy(), r) for m, r in zip(sd, sd_reference, strict=True))
     print(
-        f"\nLoihi 2 sigma-delta: graded Dense {INPUTS} -> {NEURONS} (weight_exp {SD_WEIGHT_EXP}) into ReLU "
-        f"sigma-delta neurons (vth {SD_VTH}), T = {args.steps}, batch {args.batch}: {sent:,} messages "
-        f"({sent / sd.numel():.1%} of the slots)"
+        f"\nLoihi 2 sigma-delta network, aligned clock: {INPUTS} input sigma-delta neurons (vth {SD_INPUT_VTH}) "
+        f"-> graded Dense (weight_exp {SD_WEIGHT_EXP}) -> {NEURONS} ReLU sigma-delta neurons (vth {SD_VTH}) "
+        f"-> graded Dense (weight_exp {SD_WEIGHT_EXP_2}) -> {NEURONS} (vth {SD_VTH}), "
+        f"T = {args.steps}, batch {args.batch}, input {int((graded != 0).sum()):,} non-zero values"
     )
+    for layer, m in zip(graded_layers, sd, strict=True):
+        sent = int((m != 0).sum())
+        print(f"- {layer.name} ({m.shape[2]:,} neurons): {sent:,} messages ({sent / m.numel():.1%} of the slots)")
     print("| emulator | median s | sample-steps / s |")
     print("|---|---|---|")
-    print(
-        f"| hybridai loihi2.graded_dense + run_sigma_delta (torch, batched) | {sd_s:.3f} | {sample_steps / sd_s:,.0f} |"
-    )
+    print(f"| hybridai loihi2.run_graded_network (torch, batched) | {sd_s:.3f} | {sample_steps / sd_s:,.0f} |")
     print(f"| numpy int32, one sample at a time | {sd_numpy_s:.3f} | {sample_steps / sd_numpy_s:,.0f} |")
     sd_ratio = sd_numpy_s / sd_s
-    print(f"\nidentical messages: {sd_same}")
+    print(f"\nidentical messages (every layer): {sd_same}")
     print(f"speed-up {sd_ratio:.1f}x (target >= 20x): {'met' if sd_ratio >= 20 else 'NOT met'}")
     if not (same and sd_same):
         raise SystemExit("the emulators disagree")

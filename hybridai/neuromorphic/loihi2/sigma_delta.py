@@ -98,7 +98,7 @@ def run_sigma_delta(config: SigmaDeltaConfig, a_in: Any) -> SigmaDeltaRun:
 
 def _largest(a_in: torch.Tensor, vth: torch.Tensor, bias: torch.Tensor) -> float:
     """A bound on |sigma|, |activation| and |residue| over the run; |delta| stays below twice it."""
-    return float(a_in.abs().amax((1, 2)).sum()) + float(bias.abs().max()) + float(vth.max())
+    return float(a_in.abs().sum(0, dtype=torch.float64).max()) + float(bias.abs().max()) + float(vth.max())
 
 
 class SigmaDeltaLanes:
