@@ -96,7 +96,9 @@ def _backend(
         if domain == "classical" and not isinstance(backend, Placement):
             raise invalid("classical", backend.name, "a placement backend for classical layers, e.g. 'torch:cuda'")
         if not (isinstance(backend, ChipCompiler) or domain in backend.domains):
-            raise invalid(domain, backend.name, "a chip ('loihi', 'akida', 'nengo', a plugin chip) or 'torch[:device]'")
+            raise invalid(
+                domain, backend.name, "a chip ('loihi', 'loihi2', 'akida', 'nengo', a plugin chip) or 'torch[:device]'"
+            )
     if domain not in present:
         raise invalid(domain, backend.name, f"None: the model has no {domain} layers")
     return backend

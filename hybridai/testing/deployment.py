@@ -1,8 +1,9 @@
 """Chip compiler checks: they compile whole networks (``ChipCompiler.compile``) into a ``CompiledNetwork``.
 
-Two probe networks: a spiking one (Linear -> LIF -> Linear -> LIF, reset to zero, binary input
-spikes ``[T, B, F]``) and a quantizable ReLU one (Linear -> ReLU -> Linear, inputs ``[B, F]`` in
-[0, 1]). A chip must compile at least one; the other may be refused with a HybridAIError.
+Three probe networks: a spiking one (Linear -> LIF -> Linear -> LIF, reset to zero, binary input
+spikes ``[T, B, F]``), a quantizable ReLU one (Linear -> ReLU -> Linear, inputs ``[B, F]`` in
+[0, 1]) and a sigma-delta one (SigmaDelta -> Linear -> SigmaDelta -> Linear, frames ``[T, B, F]`` in
+[0, 1]). A chip must compile at least one; the others may be refused with a HybridAIError.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class ProbeNetwork(NamedTuple):
     name: str
     build: Callable[[], nn.Module]
     inputs: Callable[[], torch.Tensor]
+    time_major: bool  # inputs [T, B, F] (else [B, F])
 
 
 def _spiking() -> nn.Module:
@@ -43,7 +45,29 @@ def _values() -> torch.Tensor:
     return torch.rand(4, 6, generator=torch.Generator().manual_seed(4))
 
 
-PROBES = (ProbeNetwork("spiking", _spiking, _spikes), ProbeNetwork("ReLU", _relu, _values))
+def _sigma_delta() -> nn.Module:
+    from hybridai.spiking import SigmaDelta
+
+    def build() -> nn.Module:
+        return nn.Sequential(
+            SigmaDelta(threshold=0.05, scale=2**-6, input="value"),
+            nn.Linear(6, 5, bias=False),
+            SigmaDelta(threshold=0.05, scale=2**-8, features=5, bias=0.1),
+            nn.Linear(5, 3, bias=False),
+        )
+
+    return seeded(3, build)
+
+
+def _frames() -> torch.Tensor:
+    return torch.rand(8, 4, 6, generator=torch.Generator().manual_seed(4))
+
+
+PROBES = (
+    ProbeNetwork("spiking", _spiking, _spikes, True),
+    ProbeNetwork("ReLU", _relu, _values, False),
+    ProbeNetwork("sigma-delta", _sigma_delta, _frames, True),
+)
 
 
 def _compiled(s: Subject) -> tuple[ProbeNetwork, Any]:
@@ -56,7 +80,7 @@ def _compiled(s: Subject) -> tuple[ProbeNetwork, Any]:
                 return probe, s.make().compile(probe.build(), calibration=probe.inputs())
             except HybridAIError as exc:
                 refusals.append(f"{probe.name}: {type(exc).__name__}: {exc}")
-        raise ConformanceError("compiled neither probe network; " + "; ".join(refusals))
+        raise ConformanceError("compiled no probe network; " + "; ".join(refusals))
 
     return s.once("compiled", compile_one)
 
@@ -76,7 +100,7 @@ def compile_and_run(s: Subject) -> str:
         raise ConformanceError(
             f"outputs of shape {tuple(run.outputs.shape)}; the float model gives {tuple(reference.shape)}"
         )
-    batch = x.shape[1] if probe.name == "spiking" else x.shape[0]
+    batch = x.shape[1] if probe.time_major else x.shape[0]
     if run.samples != batch or run.time_steps < 1 or run.latency_steps < 0 or not run.layers:
         raise ConformanceError(
             f"samples={run.samples} (batch {batch}), time_steps={run.time_steps}, latency_steps={run.latency_steps}, "
@@ -116,9 +140,7 @@ def shared_instance(s: Subject) -> str:
     """ONE instance compiles and runs the probe in 4 threads at once: outputs and activity as a fresh
     instance gives (compilers hold no per-call state)."""
     probe, _ = _compiled(s)
-    inputs = [probe.inputs()[:, k:] if probe.name == "spiking" else probe.inputs()[k:] for k in range(3)] + [
-        probe.inputs()
-    ]
+    inputs = [probe.inputs()[:, k:] if probe.time_major else probe.inputs()[k:] for k in range(3)] + [probe.inputs()]
 
     models = [probe.build() for _ in range(2 * len(inputs))]  # here: seeding torch is not thread-safe
 

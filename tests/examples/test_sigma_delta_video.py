@@ -20,8 +20,9 @@ def test_sigma_delta_video_example(tmp_path, capsys):
     threads = torch.get_num_threads()
     out = _example().main(["--videos", "160", "--frames", "10", "--epochs", "6", "--out", str(tmp_path)])
     assert torch.get_num_threads() == threads  # restored
-    rows = {row[0]: row for row in out["rows"]}  # speed -> (speed, dense, float, chip, lif, msgs, synops, lif ops, first)
-    for speed, dense, flt, chip, lif, *_ in rows.values():
+    # speed -> (speed, dense, float, chip, lif, messages, synops, LIF synops, first frame)
+    rows = {row[0]: row for row in out["rows"]}
+    for _, dense, flt, chip, lif, *_ in rows.values():
         assert dense > 0.4 and chip > 0.4 and lif > 0.3  # four classes: chance is 0.25
         assert abs(chip - flt) < 0.05  # the 8-bit chip follows the float sigma-delta network
     synops = [rows[speed][6] for speed in (1.0, 0.25, 0.0)]

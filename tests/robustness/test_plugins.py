@@ -229,7 +229,9 @@ def isolated(monkeypatch):
     monkeypatch.setattr(registry, "_registered", dict(registry._registered))
 
 
-@pytest.mark.parametrize("family", ["statevector", "torch", "pennylane", "aer", "ibm", "loihi", "akida", "nengo"])
+@pytest.mark.parametrize(
+    "family", ["statevector", "torch", "pennylane", "aer", "ibm", "loihi", "loihi2", "akida", "nengo"]
+)
 def test_register_never_replaces_a_built_in(isolated, family):
     before = registry.backend_class(family)
     with pytest.raises(ConfigError) as info:

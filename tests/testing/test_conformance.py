@@ -20,6 +20,7 @@ BUILTINS = [
     "aer:fake_manila",
     "akida",
     "loihi",
+    "loihi2",
     "nengo",
     pytest.param("ibm:fake_manila", marks=pytest.mark.slow),  # about 14 s: local testing mode with 4096 shots
 ]
