@@ -42,66 +42,71 @@ class GradedRun(NamedTuple):
     readout: torch.Tensor | None
 
 
-def _largest(x: torch.Tensor) -> float:
-    """``max |x|`` in one pass (no ``|x|`` tensor)."""
+class _Reach(NamedTuple):
+    """What bounds the next layer's sums: per sample and neuron the summed ``|messages|`` over time ``[B, N]``
+    (float64, rounded up) and the largest ``|message|``."""
+
+    summed: torch.Tensor
+    largest: float
+
+
+def _reach(x: torch.Tensor) -> _Reach:
+    """``_Reach`` of a whole ``[T, B, N]`` tensor, in passes without an ``|x|`` copy."""
     if not x.numel():
-        return 0.0
-    low, high = torch.aminmax(x)
-    return max(float(high), -float(low))
-
-
-def _summed(x: torch.Tensor) -> torch.Tensor:
-    """``|x|`` summed over time ``[B, N]`` (one pass, no copy), rounded up: float32 sums of whole numbers lose at
-    most ``T`` relative float32 epsilons, far inside the margin of 1e-4."""
+        return _Reach(torch.zeros(x.shape[1:], dtype=torch.float64, device=x.device), 0.0)
     summed = torch.linalg.vector_norm(x if x.is_floating_point() else x.double(), ord=1, dim=0)
+    low, high = torch.aminmax(x)
+    return _Reach(_rounded_up(summed), max(float(high), -float(low)))
+
+
+def _rounded_up(summed: torch.Tensor) -> torch.Tensor:
+    """Float32 sums of whole numbers lose at most ``T`` relative float32 epsilons: far inside a margin of 1e-4."""
     return summed.double() * (1 + 1e-4)
-
-
-def _largest_sum(x: torch.Tensor) -> float:
-    """A bound on any neuron's running sum of ``x`` ``[T, B, N]``: the largest summed magnitude."""
-    return float(_summed(x).max()) if x.numel() else 0.0
 
 
 def run_graded_network(layers: list[GradedLayer], a_in: torch.Tensor, readout: torch.Tensor | None = None) -> GradedRun:
     """Run ``layers`` (the first without weights) on int64 ``a_in`` ``[T, B, F]``; ``readout`` ``[C, N]`` int64
     mantissas (weight_exp 0) read the last layer's messages as sums."""
-    x, messages, active = a_in, [], []
+    x, reach, messages, active = a_in, _reach(a_in), [], []
     for layer in layers:
-        x, events = _layer(layer, x)
+        x, events, reach = _layer(layer, x, reach)
         messages.append(x)
         active.append(events)
     sums = None
     if readout is not None:
-        bound = _largest(x) * float(readout.abs().sum(1).max())
+        bound = reach.largest * float(readout.abs().sum(1).max())
         lanes = exact_lanes(bound)
         sums = x.to(lanes) @ readout.to(lanes).T if lanes is not None else x.long().cpu() @ readout.cpu().T
     return GradedRun(messages, active, sums)
 
 
-def _layer(layer: GradedLayer, x: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """(messages, non-zero inputs) of one layer on ``x``: the host's input or the previous messages."""
+def _layer(layer: GradedLayer, x: torch.Tensor, reach: _Reach) -> tuple[torch.Tensor, int, _Reach]:
+    """(messages, non-zero inputs, their reach) of one layer on ``x`` (the host's input or the previous
+    messages), whose ``reach`` bounds what the layer's sums can become."""
     config, w, exp = layer.config, layer.weights, layer.weight_exp
     n = x.shape[2] if w is None else w.shape[0]
     vth, bias = (per_neuron(name, getattr(config, name), n, x.device) for name in ("vth", "bias"))
     registers = float(bias.abs().max()) + float(vth.max())
     if w is None:
-        largest, product = _largest_sum(x) + registers, 0.0
+        largest, product = float(reach.summed.max()) + registers, 0.0
     else:
         # every neuron's sigma is at most |W| times the summed |messages| of its sample (a floor moves each
         # delivered sum by less than 1: T more), each step's sum at most |W| times the largest message
         magnitude = w.abs().double()
-        reach = _summed(x) @ magnitude.T if x.numel() else magnitude.new_zeros(1)
-        largest = float(reach.max()) * 2.0**exp + x.shape[0] + registers
-        product = _largest(x) * float(magnitude.sum(1).max()) * 2.0 ** max(exp, 0)
+        largest = float((reach.summed @ magnitude.T).max()) * 2.0**exp + x.shape[0] + registers
+        product = reach.largest * float(magnitude.sum(1).max()) * 2.0 ** max(exp, 0)
     lanes = exact_lanes(max(2 * largest, product)) if 2 * largest < 2**31 and not config.cum_error else None
     if lanes is None:  # the int64 rules, wraps as Lava's int32
         a = x.long() if w is None else graded_sums(w, x.long(), exp)
-        return run_sigma_delta(config, a).messages, int(torch.count_nonzero(a))
+        out = run_sigma_delta(config, a).messages
+        return out, int(torch.count_nonzero(a)), _reach(out)
     source = x.to(lanes)
     synapses = None if w is None else (w.T.to(lanes).contiguous(), exp)
     group = SigmaDeltaLanes(config, vth, bias, (x.shape[1], n), source, synapses, count=w is not None)
     out = torch.empty(x.shape[0], x.shape[1], n, dtype=lanes, device=x.device)
+    magnitude, summed, peak = (torch.zeros(x.shape[1], n, dtype=lanes, device=x.device) for _ in range(3))
     for t in range(x.shape[0]):
-        group.step(source[t], out[t])
+        summed.add_(torch.abs(group.step(source[t], out[t]), out=magnitude))
+        torch.maximum(peak, magnitude, out=peak)
     events = int(group.active) if w is not None else int(torch.count_nonzero(x))
-    return out, events
+    return out, events, _Reach(_rounded_up(summed), float(peak.max()))
