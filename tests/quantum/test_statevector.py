@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hybridai import QuantumLayer, backends
 from hybridai.core.errors import BackendUnavailableError, ConfigError, ResourceLimitError, UnsupportedOperationError
 from hybridai.core.execution import ExecutionConfig
+from hybridai.quantum.statevector.planning import Plan
 
 TOL = {"complex128": 1e-10, "complex64": 1e-5}
 
@@ -231,10 +232,11 @@ def test_state_and_density_matrix_match_default_qubit():
         torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("batch", [1, 7, 40])
+@pytest.mark.parametrize("batch", [1, 7, 70])
 def test_fused_and_unfused_paths_agree_with_default_qubit(batch):
-    """Batch 40 >= 2 * 2^4 makes the trainable block one unitary; 7 applies it gate by gate."""
-    n = 4
+    """Batch 70 >= 2 * 2^5 makes the trainable block one unitary; 7 applies it gate by gate (above 4 qubits
+    the batch decides)."""
+    n = 5
 
     def circuit(inputs, weights):
         qml.AngleEmbedding(inputs, wires=range(n))
@@ -249,7 +251,34 @@ def test_fused_and_unfused_paths_agree_with_default_qubit(batch):
     layer = QuantumLayer(circuit, n, {"weights": (2, n, 3)}, backend="statevector")
     layer(torch.rand(batch, n))
     plans = list(layer.resolved_backend._plans.values())
-    assert (plans[-1][0].fused_runs > 0) == (batch >= 32)
+    assert (plans[-1][0].fused_runs > 0) == (batch >= 64)
+
+
+@pytest.mark.parametrize(("n", "template", "layers"), [(2, "basic", 6), (3, "sel", 5), (4, "basic", 3), (4, "sel", 3)])
+def test_repeated_layers_fused_at_once_agree_with_default_qubit(n, template, layers):
+    """Up to 4 qubits a trainable block is one unitary at any batch; L repeated layers (rotations then
+    constant entanglers) are built in one pass and multiplied as a tree: values and gradients unchanged."""
+    shape = (layers, n) if template == "basic" else (layers, n, 3)
+
+    def circuit(inputs, weights):
+        qml.AngleEmbedding(inputs, wires=range(n))
+        if template == "basic":
+            qml.BasicEntanglerLayers(weights, wires=range(n), rotation=qml.RY)
+        else:
+            qml.StronglyEntanglingLayers(weights, wires=range(n), ranges=[1] * layers, imprimitive=qml.CZ)
+        return [qml.expval(qml.PauliZ(i)) for i in range(n)]
+
+    used = []
+    original = Plan._fused_layers
+
+    def spy(self, *args):
+        used.append(args[2])
+        return original(self, *args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Plan, "_fused_layers", spy)
+        check(circuit, n, {"weights": shape}, batch=3)
+    assert used and used[0][1] >= 2  # (constant head, layer length): the layered path ran
 
 
 @pytest.mark.parametrize("n", [1, 2, 6, 9, 10])

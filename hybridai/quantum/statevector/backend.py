@@ -144,7 +144,7 @@ class StatevectorBackend(QuantumExecutor):
         n = len(wires)
         converter = Converter({w: i for i, w in enumerate(wires)}, self.cdtype, device)
         steps = converter.convert(operations)
-        fuse = n <= self.fuse_max_qubits and b >= 2 * 2**n
+        fuse = n <= self.fuse_max_qubits and (b >= 2 * 2**n or n <= 4)  # up to 4 qubits building U is trivial
         key = (
             tuple(wires),
             tuple(s.key for s in steps),

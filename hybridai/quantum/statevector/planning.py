@@ -146,7 +146,7 @@ class Plan:
                 j += 1
             run = list(range(i, j))
             if fuse and not keys[i][2] and len(run) >= 2:
-                self.funcs.append(self._fused(self._compile(keys, run)))
+                self.funcs.append(self._fused(keys, run))
                 self.fused_runs += 1
             else:
                 self.funcs.extend(self._compile(keys, run))
@@ -323,15 +323,67 @@ class Plan:
         gathers = [(j, torch.as_tensor(idx, device=self.device)) for j, idx in diags]
         return perm_t, inverse_t, const_t, gathers
 
-    def _fused(self, funcs: list[StateFn]) -> StateFn:
-        """Constant run -> its unitary (as R = U^T, built on the identity), applied as one GEMM."""
+    def _fused(self, keys: list[tuple], run: list[int]) -> StateFn:
+        """Constant run -> its unitary (as R = U^T, built on the identity), applied as one GEMM. A run of L
+        repeated layers (``_layers``) builds all L layer unitaries in one pass over an L-fold identity and
+        multiplies them in a tree of batched products: a few dozen torch operations whatever L."""
         dim = 2**self.n
+        layers = self._layers(keys, run)
+        if layers is not None:
+            return self._fused_layers(keys, run, layers)
+        funcs = self._compile(keys, run)
 
         def apply(psi: torch.Tensor, steps: list[Step]) -> torch.Tensor:
             r = torch.eye(dim, dtype=psi.dtype, device=psi.device)
             for f in funcs:
                 r = f(r, steps)
             return psi @ r
+
+        return apply
+
+    def _layers(self, keys: list[tuple], run: list[int]) -> tuple[int, int] | None:
+        """(h, u) when ``run`` is h constant gates, then L >= 2 repeats of one layer of u steps: a single-qubit
+        layer followed by constant gates only (permutations, phases, constant matrices), the same keys in every
+        repeat; else None. Only for small states (2^n <= 64), where building L unitaries at once costs less than
+        the per-operation overhead of building them one gate at a time."""
+        if self.n > 6:
+            return None
+        starts = [j for j, i in enumerate(run) if keys[i][0] == "sq"]
+        if len(starts) < 2:
+            return None
+        h, u = starts[0], starts[1] - starts[0]
+        body = run[h:]
+        if len(body) % u or starts != list(range(h, len(run), u)):
+            return None
+        unit = [keys[i] for i in body[:u]]
+        constant = all(k[0] == "mono" or (k[0] == "dense" and k[3] is not None) for k in unit[1:])
+        constant = constant and all(keys[i][0] in ("mono", "dense") and keys[i][3] is not None for i in run[:h])
+        repeated = all(keys[body[j]] == unit[j % u] for j in range(len(body)))
+        return (h, u) if constant and repeated else None
+
+    def _fused_layers(self, keys: list[tuple], run: list[int], layers: tuple[int, int]) -> StateFn:
+        h, u = layers
+        n, dim, wires = self.n, 2**self.n, keys[run[h]][1]
+        head = self._compile(keys, run[:h]) if h else []
+        rest = self._compile(keys, run[h + 1 : h + u])  # the layer's constant gates: any batch of rows
+        rotations = run[h::u]
+
+        def apply(psi: torch.Tensor, steps: list[Step]) -> torch.Tensor:
+            mats = torch.stack([steps[i].tensor for i in rotations])  # [L, k, 2, 2]
+            count = mats.shape[0]
+            layer = kron([mats[:, j] for j in range(len(wires))])  # [L, 2^k, 2^k]: each layer's rotations
+            eye = torch.eye(dim, dtype=psi.dtype, device=psi.device).repeat(count, 1)  # [L 2^n, 2^n]
+            r = apply_matrix(eye, n, wires, layer.repeat_interleave(dim, 0))
+            for f in rest:
+                r = f(r, steps)
+            r = r.reshape(count, dim, dim)  # r[l] = U_l^T: the state's rows go through r[0], then r[1], ...
+            while r.shape[0] > 1:
+                pairs = r[: r.shape[0] // 2 * 2]
+                product = pairs[0::2] @ pairs[1::2]
+                r = torch.cat([product, r[-1:]]) if r.shape[0] % 2 else product
+            for f in head:
+                psi = f(psi, steps)
+            return psi @ r[0]
 
         return apply
 
