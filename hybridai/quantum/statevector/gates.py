@@ -44,6 +44,7 @@ class Step:
     tensor: torch.Tensor | None
     batched: bool
     const: Any = None
+    layer: tuple[torch.Tensor, int] | None = None  # (the template's [..., L, k, 2, 2] matrices, this layer's index)
 
     @property
     def key(self) -> tuple:
@@ -249,7 +250,7 @@ class Converter:
         mats = ROTATIONS[rotation](self.real(op.parameters[0]), self.cdtype)  # [..., L, k, 2, 2]
         ring = _ring(len(wires), (1,) * mats.shape[-4])
         for layer in range(mats.shape[-4]):
-            steps.append(Step("sq", wires, mats[..., layer, :, :, :], batched))
+            steps.append(Step("sq", wires, mats[..., layer, :, :, :], batched, layer=(mats, layer)))
             for a, b in ring[layer]:
                 steps.append(Step("mono", (wires[a], wires[b]), None, False, _CNOT))
         return True
@@ -261,7 +262,7 @@ class Converter:
         if entanglers is None:
             return False
         for layer in range(mats.shape[-4]):
-            steps.append(Step("sq", wires, mats[..., layer, :, :, :], batched))
+            steps.append(Step("sq", wires, mats[..., layer, :, :, :], batched, layer=(mats, layer)))
             for kind, pos, data, const in entanglers[layer]:
                 steps.append(Step(kind, pos, None if data is None else self.tensor(data), False, const))
         return True

@@ -115,6 +115,17 @@ def kron(mats: list[torch.Tensor]) -> torch.Tensor:
     return out
 
 
+def _layer_matrices(steps: list[Step]) -> torch.Tensor:
+    """The single-qubit matrices of consecutive layers ``[L, k, 2, 2]``: one slice of the template's own tensor
+    when the steps are its layers in order (no per-layer select and stack, forward or backward), else stacked."""
+    first = steps[0].layer
+    if first is not None and all(
+        s.layer is not None and s.layer[0] is first[0] and s.layer[1] == first[1] + j for j, s in enumerate(steps)
+    ):
+        return first[0][first[1] : first[1] + len(steps)]
+    return torch.stack([s.tensor for s in steps])
+
+
 class Plan:
     """The cached execution plan of one circuit structure."""
 
@@ -369,7 +380,7 @@ class Plan:
         rotations = run[h::u]
 
         def apply(psi: torch.Tensor, steps: list[Step]) -> torch.Tensor:
-            mats = torch.stack([steps[i].tensor for i in rotations])  # [L, k, 2, 2]
+            mats = _layer_matrices([steps[i] for i in rotations])  # [L, k, 2, 2]
             count = mats.shape[0]
             layer = kron([mats[:, j] for j in range(len(wires))])  # [L, 2^k, 2^k]: each layer's rotations
             eye = torch.eye(dim, dtype=psi.dtype, device=psi.device).repeat(count, 1)  # [L 2^n, 2^n]
