@@ -24,6 +24,7 @@ bf16/fp16; the next classical layer casts them down as autocast does.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,6 +36,7 @@ from hybridai.quantum.drawing import draw_tape
 from hybridai.quantum.execution import check_mitigation
 from hybridai.quantum.framework_objects import adopt_circuit, adopt_qnode_diff_method
 from hybridai.quantum.module import QuantumModule, check_finite
+from hybridai.quantum.rebinding import Rebinding, ValueReads, structure_key
 from hybridai.quantum.weights import WeightInit, check_weight_shapes, register_weights, takes_inputs
 
 MEASUREMENTS = ("ExpectationMP", "VarianceMP", "ProbabilityMP")
@@ -66,6 +68,10 @@ class QuantumLayer(QuantumModule):
         n_inputs: expected input width; learnt from the first batch when ``None``.
         mitigation: ``hybridai.ZNE(...)`` on any backend with noise or shots (``aer:...``, ``ibm:...``,
             ``pennylane:default.mixed``, a plugin), applied around the backend; default none.
+        rebind: reuse the recorded circuit with new inputs and weights where that provably gives the same
+            circuit (``hybridai.quantum.rebinding``: parameters that are the arguments themselves, no value read
+            in ``qfunc``, the same circuit on the first two calls per input shape); ``False`` records ``qfunc``
+            on every call (for a ``qfunc`` whose circuit changes with outside state).
         **backend_options: passed to the backend (``seed=...`` for example); they override the options a
             device or Qiskit backend object implies.
     """
@@ -82,10 +88,15 @@ class QuantumLayer(QuantumModule):
         init: WeightInit | Mapping[str, WeightInit] | None = None,
         n_inputs: int | None = None,
         mitigation: Any = None,
+        rebind: bool = True,
         **backend_options: Any,
     ) -> None:
         super().__init__()
         self.n_qubits = positive_int("n_qubits", n_qubits)
+        if not isinstance(rebind, bool):
+            raise invalid("rebind", rebind, "True or False")
+        self.rebind = rebind
+        self._rebinding = Rebinding()
         qfunc, backend, backend_options, qnode_method = adopt_circuit(
             qfunc, "qfunc", backend, self.n_qubits, backend_options
         )
@@ -148,10 +159,20 @@ class QuantumLayer(QuantumModule):
 
         if batch is None:
             self._refuse_inputs(given)
-            tape = self.record(qfunc, "qfunc", (), "no inputs", "check weight_shapes")
-        else:
-            hint = f"check the input width (n_qubits={self.n_qubits}) and weight_shapes"
-            tape = self.record(qfunc, "qfunc", (batch,), f"inputs of shape {tuple(batch.shape)}", hint)
+        weights = self.weight_tensors(batch.dtype if batch is not None else None)
+        arguments = dict(weights) if batch is None else {"inputs": batch, **weights}
+        key = structure_key(arguments, self.shots) if self.rebind else None
+        bound = self._rebinding.tape(key, arguments) if key is not None else None
+        if bound is not None:
+            return bound
+        reads = ValueReads()
+        with reads if key is not None else contextlib.nullcontext():
+            if batch is None:
+                tape = self.record(qfunc, "qfunc", (), "no inputs", "check weight_shapes", weights)
+            else:
+                hint = f"check the input width (n_qubits={self.n_qubits}) and weight_shapes"
+                shown = f"inputs of shape {tuple(batch.shape)}"
+                tape = self.record(qfunc, "qfunc", (batch,), shown, hint, weights)
         kinds = [type(m).__name__ for m in tape.measurements]
         if not kinds or any(k not in MEASUREMENTS for k in kinds):
             raise ConfigError(
@@ -159,7 +180,10 @@ class QuantumLayer(QuantumModule):
                 "(one, or a sequence of them)"
             )
         single = len(kinds) == 1 and kinds[0] in SCALAR_MEASUREMENTS and not isinstance(returned[-1], list | tuple)
-        return self.check_tape(tape, "qfunc"), single
+        self.check_tape(tape, "qfunc")
+        if key is not None:
+            self._rebinding.observe(key, tape, arguments, reads.read, single)
+        return tape, single
 
     def draw(self, x: torch.Tensor | None = None, **qml_draw_kwargs: Any) -> str:
         """The circuit of one input row ``x`` (``[F]`` or ``[1, F]``; none for a circuit without inputs) with

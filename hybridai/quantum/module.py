@@ -75,12 +75,22 @@ class QuantumModule(HybridModule):
             weights[name] = weight if dtype is None else weight.to(dtype)
         return weights
 
-    def record(self, function: Callable[..., Any], role: str, args: tuple, shown: str, hint: str) -> Any:
+    def record(
+        self,
+        function: Callable[..., Any],
+        role: str,
+        args: tuple,
+        shown: str,
+        hint: str,
+        weights: dict[str, torch.Tensor] | None = None,
+    ) -> Any:
         """The tape ``function(*args, **weights)`` records (under hybridai's PennyLane lock).
 
         ``role`` names the function in errors, ``shown`` describes its inputs and ``hint`` what to check
-        when it fails on them; errors of the function's own making are re-raised as they are."""
-        weights = self.weight_tensors(args[0].dtype if args else None)
+        when it fails on them; errors of the function's own making are re-raised as they are. ``weights``:
+        the tensors to pass (default ``weight_tensors`` in the dtype of the first argument)."""
+        if weights is None:
+            weights = self.weight_tensors(args[0].dtype if args else None)
         try:
             return record(function, *args, shots=self.shots, **weights)
         except HybridAIError:
