@@ -257,7 +257,7 @@ def test_fused_and_unfused_paths_agree_with_default_qubit(batch):
 @pytest.mark.parametrize(("n", "template", "layers"), [(2, "basic", 6), (3, "sel", 5), (4, "basic", 3), (4, "sel", 3)])
 def test_repeated_layers_fused_at_once_agree_with_default_qubit(n, template, layers):
     """Up to 4 qubits a trainable block is one unitary at any batch; L repeated layers (rotations then
-    constant entanglers) are built in one pass and multiplied as a tree: values and gradients unchanged."""
+    constant entanglers) are built in one pass and multiplied as one matrix chain: values and gradients unchanged."""
     shape = (layers, n) if template == "basic" else (layers, n, 3)
 
     def circuit(inputs, weights):

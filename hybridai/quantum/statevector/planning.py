@@ -337,7 +337,7 @@ class Plan:
     def _fused(self, keys: list[tuple], run: list[int]) -> StateFn:
         """Constant run -> its unitary (as R = U^T, built on the identity), applied as one GEMM. A run of L
         repeated layers (``_layers``) builds all L layer unitaries in one pass over an L-fold identity and
-        multiplies them in a tree of batched products: a few dozen torch operations whatever L."""
+        multiplies them (with the states) as one matrix chain: a few dozen torch operations whatever L."""
         dim = 2**self.n
         layers = self._layers(keys, run)
         if layers is not None:
@@ -388,13 +388,9 @@ class Plan:
             for f in rest:
                 r = f(r, steps)
             r = r.reshape(count, dim, dim)  # r[l] = U_l^T: the state's rows go through r[0], then r[1], ...
-            while r.shape[0] > 1:
-                pairs = r[: r.shape[0] // 2 * 2]
-                product = pairs[0::2] @ pairs[1::2]
-                r = torch.cat([product, r[-1:]]) if r.shape[0] % 2 else product
             for f in head:
                 psi = f(psi, steps)
-            return psi @ r[0]
+            return torch.linalg.multi_dot([psi, *r.unbind(0)])  # the cheapest order of the chain, one call
 
         return apply
 
