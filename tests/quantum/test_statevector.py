@@ -254,16 +254,20 @@ def test_fused_and_unfused_paths_agree_with_default_qubit(batch):
     assert (plans[-1][0].fused_runs > 0) == (batch >= 64)
 
 
-@pytest.mark.parametrize(("n", "template", "layers"), [(2, "basic", 6), (3, "sel", 5), (4, "basic", 3), (4, "sel", 3)])
+@pytest.mark.parametrize(
+    ("n", "template", "layers"), [(2, "basic", 6), (3, "sel", 5), (4, "basic", 3), (4, "sel", 3), (4, "subset", 4)]
+)
 def test_repeated_layers_fused_at_once_agree_with_default_qubit(n, template, layers):
     """Up to 4 qubits a trainable block is one unitary at any batch; L repeated layers (rotations then
     constant entanglers) are built in one pass and multiplied as one matrix chain: values and gradients unchanged."""
-    shape = (layers, n) if template == "basic" else (layers, n, 3)
+    shape = {"basic": (layers, n), "subset": (layers, 2)}.get(template, (layers, n, 3))
 
     def circuit(inputs, weights):
         qml.AngleEmbedding(inputs, wires=range(n))
         if template == "basic":
             qml.BasicEntanglerLayers(weights, wires=range(n), rotation=qml.RY)
+        elif template == "subset":  # rotations on wires 3 and 1 only: identity entries on 0 and 2
+            qml.BasicEntanglerLayers(weights, wires=[3, 1])
         else:
             qml.StronglyEntanglingLayers(weights, wires=range(n), ranges=[1] * layers, imprimitive=qml.CZ)
         return [qml.expval(qml.PauliZ(i)) for i in range(n)]

@@ -115,6 +115,27 @@ def kron(mats: list[torch.Tensor]) -> torch.Tensor:
     return out
 
 
+_ONE_ZERO = torch.tensor([1.0, 0.0])
+
+
+def _factor_index(n: int, wires: tuple[int, ...]) -> np.ndarray:
+    """``[2^n, 2^n, n]`` indices into a layer's flattened ``[k, 2, 2]`` matrices followed by the constants
+    (1, 0): per basis pair (i, j) and wire, the entry ``M_w[bit_w(i), bit_w(j)]`` of the wire's matrix, or
+    the identity's entry (1 where the bits agree, 0 where not) on a wire without a gate."""
+    index = np.arange(2**n)
+    k = len(wires)
+    position = {w: j for j, w in enumerate(wires)}
+    out = np.empty((2**n, 2**n, n), dtype=np.int64)
+    for w in range(n):
+        row = (index[:, None] >> (n - 1 - w)) & 1
+        col = (index[None, :] >> (n - 1 - w)) & 1
+        if w in position:
+            out[:, :, w] = 4 * position[w] + 2 * row + col
+        else:
+            out[:, :, w] = 4 * k + (row != col)
+    return out
+
+
 def _layer_matrices(steps: list[Step]) -> torch.Tensor:
     """The single-qubit matrices of consecutive layers ``[L, k, 2, 2]``: one slice of the template's own tensor
     when the steps are its layers in order (no per-layer select and stack, forward or backward), else stacked."""
@@ -374,17 +395,21 @@ class Plan:
 
     def _fused_layers(self, keys: list[tuple], run: list[int], layers: tuple[int, int]) -> StateFn:
         h, u = layers
-        n, dim, wires = self.n, 2**self.n, keys[run[h]][1]
+        dim, wires = 2**self.n, keys[run[h]][1]
         head = self._compile(keys, run[:h]) if h else []
         rest = self._compile(keys, run[h + 1 : h + u])  # the layer's constant gates: any batch of rows
         rotations = run[h::u]
+        factors = torch.as_tensor(_factor_index(self.n, wires), device=self.device)
+        covered = len(wires) == self.n
 
         def apply(psi: torch.Tensor, steps: list[Step]) -> torch.Tensor:
             mats = _layer_matrices([steps[i] for i in rotations])  # [L, k, 2, 2]
             count = mats.shape[0]
-            layer = kron([mats[:, j] for j in range(len(wires))])  # [L, 2^k, 2^k]: each layer's rotations
-            eye = torch.eye(dim, dtype=psi.dtype, device=psi.device).repeat(count, 1)  # [L 2^n, 2^n]
-            r = apply_matrix(eye, n, wires, layer.repeat_interleave(dim, 0))
+            flat = mats.reshape(count, -1)
+            if not covered:  # wires without a gate: identity entries, 1 and 0
+                flat = torch.cat([flat, _ONE_ZERO.to(flat).expand(count, 2)], 1)
+            # every layer's full matrix at once: entry (i, j) is the product of one entry per wire
+            r = flat[:, factors].prod(-1).transpose(1, 2).reshape(count * dim, dim)  # rows: U_l^T
             for f in rest:
                 r = f(r, steps)
             r = r.reshape(count, dim, dim)  # r[l] = U_l^T: the state's rows go through r[0], then r[1], ...
