@@ -26,6 +26,16 @@ from hybridai.core.errors import invalid
 OPTIONS = ("quirks", "device")
 
 
+def check_emulator(family: str, target: str | None, options: dict[str, Any], accepted: tuple[str, ...]) -> None:
+    """Refuse a target (an emulator family has none) and options outside ``accepted``."""
+    if target is not None:
+        raise invalid(
+            "backend", f"{family}:{target}", f"'{family}' (the emulator; a real board would come as a plugin family)"
+        )
+    if options:
+        raise invalid("options", sorted(options), f"only {accepted}")
+
+
 class LoihiBackend(ChipCompiler):
     """Loihi 1 (first generation) compartments emulated bit for bit in torch integers."""
 
@@ -35,12 +45,7 @@ class LoihiBackend(ChipCompiler):
         from hybridai.neuromorphic.loihi.compartments import check_quirks
         from hybridai.neuromorphic.loihi.plan import check_device
 
-        if target is not None:
-            raise invalid(
-                "backend", f"loihi:{target}", "'loihi' (the emulator; a real board would come as a plugin family)"
-            )
-        if options:
-            raise invalid("options", sorted(options), f"only {OPTIONS}")
+        check_emulator("loihi", target, options, OPTIONS)
         self.quirks = check_quirks(quirks)
         self.device = check_device(device)
         given = {

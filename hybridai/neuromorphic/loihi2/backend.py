@@ -17,7 +17,6 @@ from typing import Any
 
 from hybridai.core.capabilities import ChipCapabilities
 from hybridai.core.contracts import ChipCompiler
-from hybridai.core.errors import invalid
 
 OPTIONS = ("device",)
 
@@ -26,14 +25,10 @@ class Loihi2Backend(ChipCompiler):
     """Loihi 2 (second generation) graded Dense and sigma-delta neurons, emulated bit for bit in torch."""
 
     def __init__(self, target: str | None = None, *, device: Any = "cpu", **options: Any) -> None:
+        from hybridai.neuromorphic.loihi.backend import check_emulator
         from hybridai.neuromorphic.loihi.plan import check_device
 
-        if target is not None:
-            raise invalid(
-                "backend", f"loihi2:{target}", "'loihi2' (the emulator; a real board would come as a plugin family)"
-            )
-        if options:
-            raise invalid("options", sorted(options), f"only {OPTIONS}")
+        check_emulator("loihi2", target, options, OPTIONS)
         self.device = check_device(device)
         super().__init__(None, **({"device": device} if str(self.device) != "cpu" else {}))
 
