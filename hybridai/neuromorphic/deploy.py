@@ -26,8 +26,9 @@ from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork, LayerActivi
 from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, energy_model, estimate
 from hybridai.spiking.layout import check_samples_layout
 from hybridai.spiking.neurons import CUBA, LIF
+from hybridai.spiking.sigma_delta import SigmaDelta
 
-SPIKING = (LIF, CUBA)  # layers that read time-major [T, B, ...] input
+SPIKING = (LIF, CUBA, SigmaDelta)  # layers that read time-major [T, B, ...] input
 
 
 def deploy_chip(

@@ -137,3 +137,8 @@ def test_what_the_chip_cannot_compute_is_refused_by_name():
     bad[0, 0, 0] = float("nan")
     with pytest.raises(ShapeError, match="NaN"):
         chip.run(bad)
+    with pytest.raises(ShapeError, match="32-bit"):
+        chip.run(frames() * 1e12)
+    labels = torch.zeros(5, dtype=torch.long)
+    with pytest.raises(ShapeError, match="batch-first"):
+        chip.report(frames(steps=25, batch=5).transpose(0, 1)[:, :4], labels)  # [B=5, T=4, F]: refused

@@ -197,6 +197,10 @@ class Loihi2Network(CompiledNetwork):
             raise invalid("x", "a tensor containing NaN or inf", "finite values", ShapeError)
         first = self.plans[0]
         grid = x.to(self.device, torch.float64) / first.grid
+        if bool((grid.abs() >= 2**31).any()):
+            largest = float(x.abs().max())
+            accepted = f"|x| below {2**31 * first.grid:g}: the host sends 32-bit integers on the grid {first.grid:g}"
+            raise invalid("x", f"a tensor with |x| up to {largest:g}", accepted, ShapeError)
         if first.input == "delta":
             return torch.floor(grid).long()
         steps = torch.round(grid).long()
