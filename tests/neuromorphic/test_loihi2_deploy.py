@@ -3,6 +3,8 @@ torch model on every message, counts its events honestly, and refuses what the c
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from torch import nn
@@ -11,7 +13,7 @@ import hybridai
 from hybridai.core.errors import HybridAIError, ShapeError
 from hybridai.neuromorphic import loihi2
 from hybridai.neuromorphic.loihi2.graded_dense import graded_sums
-from hybridai.spiking import LIF, SigmaDelta, SpikeCountDecoder, record_messages
+from hybridai.spiking import LIF, SigmaDelta, SpikeCountDecoder, TimeDistributed, record_messages
 
 
 def network(seed: int = 0, first: str = "value", readout: bool = True, scale: float = 2**-6) -> nn.Sequential:
@@ -142,3 +144,74 @@ def test_what_the_chip_cannot_compute_is_refused_by_name():
     labels = torch.zeros(5, dtype=torch.long)
     with pytest.raises(ShapeError, match="batch-first"):
         chip.report(frames(steps=25, batch=5).transpose(0, 1)[:, :4], labels)  # [B=5, T=4, F]: refused
+
+
+def conv_network() -> nn.Sequential:
+    torch.manual_seed(5)
+    return nn.Sequential(
+        SigmaDelta(threshold=0.05, scale=2**-6, input="value"),
+        TimeDistributed(nn.Conv2d(2, 4, 3, stride=2, padding=1, bias=False)),
+        SigmaDelta(threshold=0.03, scale=2**-8, bias=0.02),
+        TimeDistributed(nn.Conv2d(4, 6, 3, padding=1, groups=2, bias=False)),
+        SigmaDelta(threshold=0.03, scale=2**-8),
+        TimeDistributed(nn.Flatten()),
+        nn.Linear(6 * 4 * 4, 3, bias=False),
+        SpikeCountDecoder(),
+    ).double()
+
+
+def maps(seed: int = 6) -> torch.Tensor:
+    return torch.rand(10, 3, 2, 8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)).cumsum(0) / 5
+
+
+def test_a_convolutional_network_equals_its_quantization_aware_model_on_every_message():
+    model, x = conv_network(), maps()
+    chip = hybridai.deploy(model, backend="loihi2")
+    with record_messages() as record:
+        expected = loihi2.fake_quantize(model)(x)
+    messages = chip.compiled.messages(x)
+    assert [tuple(m.shape) for m in messages] == [(10, 3, 2, 8, 8), (10, 3, 4, 4, 4), (10, 3, 6, 4, 4)]
+    for float_messages, scale, integers in zip(record.messages, (2**-6, 2**-8, 2**-8), messages, strict=True):
+        assert torch.equal((float_messages / scale).round().long(), integers) and integers.ne(0).any()
+    assert torch.equal(chip.run(x), expected)
+
+
+def dense_equivalent(conv: loihi2.Convolution, weights: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """The [outputs, inputs] matrix of a convolution on inputs of ``shape`` (C, H, W), column by column."""
+    basis = torch.eye(math.prod(shape), dtype=torch.float64).reshape(-1, *shape)
+    return conv(basis, weights.double()).flatten(1).T.round().long()
+
+
+def test_a_convolution_equals_its_dense_matrix_and_counts_each_message_once_per_target():
+    gen = torch.Generator().manual_seed(7)
+    conv = loihi2.Convolution(stride=(2, 1), padding=(1, 0), groups=1)
+    weights = torch.randint(-127, 128, (3, 2, 3, 2), generator=gen) * 2
+    config = loihi2.SigmaDeltaConfig(vth=4, bias=1)
+    a_in = torch.randint(-6, 7, (9, 2, 2, 5, 4), generator=gen)
+    first = loihi2.GradedLayer("in", loihi2.SigmaDeltaConfig(vth=2))
+    run = loihi2.run_graded_network([first, loihi2.GradedLayer("conv", config, weights, -3, conv)], a_in)
+    matrix = dense_equivalent(conv, weights, (2, 5, 4))
+    flat = loihi2.run_graded_network([first, loihi2.GradedLayer("dense", config, matrix, -3)], a_in.flatten(2))
+    assert torch.equal(run.messages[1].flatten(2).long(), flat.messages[1].long())
+    assert run.messages[1].ne(0).any()
+    fan_out = (dense_equivalent(conv, torch.ones_like(weights), (2, 5, 4)) != 0).sum(0)  # targets per input
+    sent = run.messages[0].flatten(2).ne(0).sum((0, 1))  # messages per input
+    assert run.synaptic_ops[1] == int((sent * fan_out).sum())
+    assert run.dense_ops[1] == 9 * 2 * matrix.shape[0] * weights[0].numel()
+
+
+def test_what_a_convolutional_chip_cannot_compute_is_refused_by_name():
+    def refused(conv, after, match):
+        model = nn.Sequential(SigmaDelta(input="value"), TimeDistributed(conv), after)
+        with pytest.raises(HybridAIError, match=match):
+            hybridai.deploy(model, backend="loihi2")
+
+    refused(nn.Conv2d(2, 3, 3), SigmaDelta(), r"model\[1\].bias")
+    refused(nn.Conv2d(2, 3, 3, bias=False, padding=1, padding_mode="reflect"), SigmaDelta(), "padding")
+    refused(nn.Conv2d(2, 3, 3, bias=False), SigmaDelta(features=3, learn_bias=True), "one bias after a Conv2d")
+    with pytest.raises(HybridAIError, match="read-out is a Linear"):
+        readout = TimeDistributed(nn.Conv2d(2, 3, 3, bias=False))
+        hybridai.deploy(nn.Sequential(SigmaDelta(input="value"), readout), backend="loihi2")
+    chip = hybridai.deploy(conv_network(), backend="loihi2")
+    with pytest.raises(ShapeError, match=r"\[T, B, C, H, W\]"):
+        chip.run(torch.rand(4, 2, 128))

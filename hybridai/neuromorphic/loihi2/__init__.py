@@ -11,7 +11,7 @@
 
 from hybridai.neuromorphic.loihi2.adaptive import AdaptiveLIFConfig, AdaptiveLIFRun, run_adaptive_lif
 from hybridai.neuromorphic.loihi2.graded_dense import SIGN_MODES, effective_weights, graded_dense
-from hybridai.neuromorphic.loihi2.network import GradedLayer, GradedRun, run_graded_network
+from hybridai.neuromorphic.loihi2.network import Convolution, GradedLayer, GradedRun, run_graded_network
 from hybridai.neuromorphic.loihi2.plan import Loihi2Network, compile_network
 from hybridai.neuromorphic.loihi2.resonate import ResonateFireConfig, ResonateFireRun, run_resonate_and_fire
 from hybridai.neuromorphic.loihi2.sigma_delta import ACTIVATIONS, SigmaDeltaConfig, SigmaDeltaRun, run_sigma_delta
@@ -22,6 +22,7 @@ __all__ = [
     "SIGN_MODES",
     "AdaptiveLIFConfig",
     "AdaptiveLIFRun",
+    "Convolution",
     "FakeQuantized",
     "GradedLayer",
     "GradedRun",

@@ -1,9 +1,9 @@
 """Backend family ``loihi2``: trained sigma-delta networks on an emulated Loihi 2 chip.
 
-``compile(model)`` quantizes an ``nn.Sequential`` of a SigmaDelta input layer, ``[nn.Linear(bias=False),
-SigmaDelta]`` pairs and an optional read-out Linear (and decoder) to Loihi 2 registers
-(``hybridai.neuromorphic.loihi2.plan``) and returns a ``Loihi2Network`` that runs on hybridai's bit-exact
-integer emulator of Lava's fixed-point rules, batched in torch.
+``compile(model)`` quantizes an ``nn.Sequential`` of a SigmaDelta input layer, ``[nn.Linear(bias=False) or
+TimeDistributed(nn.Conv2d(bias=False)), SigmaDelta]`` pairs and an optional read-out Linear (and decoder) to
+Loihi 2 registers (``hybridai.neuromorphic.loihi2.plan``) and returns a ``Loihi2Network`` that runs on
+hybridai's bit-exact integer emulator of Lava's fixed-point rules, batched in torch.
 
 Target: none (the emulator); a board would come as a plugin family. Options: ``device`` (the torch device
 the emulator runs on, default ``"cpu"``). Energy: Intel has published no per-operation energy figures for

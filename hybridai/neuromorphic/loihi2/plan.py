@@ -4,6 +4,7 @@
 
     SigmaDelta(input="value" or "delta")      # the input layer: the host sends it integer deltas
     [nn.Linear(bias=False), SigmaDelta] ...   # graded Dense synapses into sigma-delta neurons
+                                              # (or TimeDistributed(nn.Conv2d(bias=False)), SigmaDelta)
     nn.Linear(bias=False)                     # optional read-out: integer sums read by the host
     SpikeCountDecoder() or RateDecoder()      # optional, after the read-out: sum or mean over time
 
@@ -20,6 +21,9 @@ Mapping (every SigmaDelta needs ``cum_error=True``, Loihi 2's rule, and a power-
   mantissas fit; Dense shifts the sum by ``e`` (floor for ``e < 0``), which is the float layer's per-step
   floor to its grid. What the float model computes with the weights ``m 2^e s_out / s_in``
   (``fake_quantize``) the chip computes, message for message;
+* a ``TimeDistributed(nn.Conv2d(bias=False))`` is quantized the same way and delivers by convolution (Lava's
+  ``Conv``: zero padding, any stride, dilation and groups); the SigmaDelta after it has one bias; messages
+  reaching a Linear from feature maps are flattened, as ``TimeDistributed(nn.Flatten())`` does;
 * the read-out Linear keeps ``weight_exp = 0`` on a grid ``s_in 2^e`` of its own: its sums are exact.
 
 Time: each Dense holds a message one step (its buffer), so layer ``l`` acts at chip step ``t + l`` on what
@@ -39,14 +43,15 @@ from torch import nn
 
 from hybridai.core.errors import ShapeError, invalid
 from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork, LayerActivity
-from hybridai.neuromorphic.loihi2.network import GradedLayer, run_graded_network
+from hybridai.neuromorphic.loihi2.network import Convolution, GradedLayer, run_graded_network
 from hybridai.neuromorphic.loihi2.sigma_delta import SigmaDeltaConfig
 from hybridai.spiking.graph import LayerNode, lower
 from hybridai.spiking.sigma_delta import SigmaDelta
 
 MANTISSA = 254  # the largest even 8-bit magnitude every Lava sign mode keeps
 SUPPORTED = (
-    "an nn.Sequential: SigmaDelta (the input layer), then [nn.Linear(bias=False), SigmaDelta] pairs, optionally "
+    "an nn.Sequential: SigmaDelta (the input layer), then [nn.Linear(bias=False) or TimeDistributed(nn.Conv2d("
+    "bias=False)), SigmaDelta] pairs (TimeDistributed(nn.Flatten()) before a Linear on feature maps), optionally "
     "an nn.Linear(bias=False) read-out and a SpikeCountDecoder or RateDecoder"
 )
 
@@ -64,10 +69,10 @@ def quantize_weights(weight: torch.Tensor, ratio: float) -> tuple[torch.Tensor, 
 
 @dataclass(frozen=True)
 class Stage:
-    """One chip layer from the model: the SigmaDelta (or the read-out Linear) and the Linear in front."""
+    """One chip layer from the model: the SigmaDelta (or the read-out Linear) and the Linear or Conv2d in front."""
 
     node: LayerNode  # the SigmaDelta, or the read-out Linear
-    dense: LayerNode | None  # the Linear in front (None for the input layer)
+    dense: LayerNode | None  # the Linear or Conv2d in front (None for the input layer)
 
     @property
     def readout(self) -> bool:
@@ -78,15 +83,19 @@ def parse(model: Any) -> tuple[list[Stage], nn.Module | None]:
     """The chip layers and the optional decoder of ``model``, or one ConfigError naming the layer."""
     if not isinstance(model, nn.Sequential):
         raise invalid("model", type(model).__name__, SUPPORTED)
-    graph = lower(model, target="loihi2", accepts=("sigma_delta", "dense", "decoder"), supported=SUPPORTED)
-    nodes = list(graph.layers[:-1] if graph.decoder is not None else graph.layers)
+    accepts = ("sigma_delta", "dense", "conv", "flatten", "decoder")
+    graph = lower(model, target="loihi2", accepts=accepts, supported=SUPPORTED)
+    layers = graph.layers[:-1] if graph.decoder is not None else graph.layers
+    nodes = [n for n in layers if n.kind != "flatten"]  # messages into a Dense are flattened on the chip
     if nodes[0].kind != "sigma_delta":
         raise invalid(nodes[0].where, nodes[0].type_name, f"a SigmaDelta input layer first; {SUPPORTED}")
     stages = [Stage(nodes[0], None)]
     for i in range(1, len(nodes), 2):
         dense, after = nodes[i], nodes[i + 1] if i + 1 < len(nodes) else None
-        if dense.kind != "dense":
-            raise invalid(dense.where, dense.type_name, f"an nn.Linear after the SigmaDelta before it; {SUPPORTED}")
+        if dense.kind not in ("dense", "conv"):
+            raise invalid(dense.where, dense.type_name, f"an nn.Linear or nn.Conv2d after a SigmaDelta; {SUPPORTED}")
+        if dense.kind == "conv" and after is None:
+            raise invalid(dense.where, dense.type_name, "a Conv2d followed by a SigmaDelta (the read-out is a Linear)")
         if after is not None and after.kind != "sigma_delta":
             raise invalid(after.where, after.type_name, f"a SigmaDelta after {dense.where}; {SUPPORTED}")
         stages.append(Stage(after or dense, dense))
@@ -101,15 +110,24 @@ def parse(model: Any) -> tuple[list[Stage], nn.Module | None]:
 
 def _check(stage: Stage, first: bool) -> None:
     if stage.dense is not None:
-        linear = stage.dense.module
-        if linear.bias is not None:
+        synapse = stage.dense.module
+        if synapse.bias is not None:
             raise invalid(
                 f"{stage.dense.where}.bias",
                 "a bias",
-                "nn.Linear(..., bias=False): a bias would be added to every delta; give the SigmaDelta bias=",
+                f"nn.{stage.dense.type_name}(..., bias=False): a bias would be added to every delta; give the "
+                "SigmaDelta bias=",
             )
-        if not bool(torch.isfinite(linear.weight.detach()).all()):
+        if not bool(torch.isfinite(synapse.weight.detach()).all()):
             raise invalid(f"{stage.dense.where}.weight", "a tensor containing NaN or inf", "finite values")
+        if stage.dense.kind == "conv":
+            if synapse.padding_mode != "zeros" or isinstance(synapse.padding, str):
+                accepted = "padding_mode='zeros' with numeric padding (Lava's Conv pads with zeros)"
+                raise invalid(f"{stage.dense.where}.padding", synapse.padding, accepted)
+            if stage.node.module.bias.numel() != 1:
+                raise invalid(
+                    f"{stage.node.where}.bias", f"{stage.node.module.bias.numel()} values", "one bias after a Conv2d"
+                )
     if stage.readout:
         return
     layer: SigmaDelta = stage.node.module
@@ -121,7 +139,7 @@ def _check(stage: Stage, first: bool) -> None:
     if layer.scale != 2.0 ** round(math.log2(layer.scale)):
         raise invalid(f"{where}.scale", layer.scale, "a power of two (the chip's grids are binary: 2**-6, 2**-8, ...)")
     if not first and layer.input != "delta":
-        raise invalid(f"{where}.input", layer.input, "'delta' after an nn.Linear (it sums the incoming deltas)")
+        raise invalid(f"{where}.input", layer.input, "'delta' after synapses (it sums the incoming deltas)")
     if not bool(torch.isfinite(layer.bias.detach()).all()):
         raise invalid(f"{where}.bias", "a tensor containing NaN or inf", "finite values")
 
@@ -137,6 +155,7 @@ class StagePlan:
     weight_exp: int
     grid: float  # float units per integer unit of the layer's state (its messages or read-out sums)
     input: str  # "value" or "delta" (the input layer); "messages" (after a Dense)
+    conv: Convolution | None = None  # the geometry of a Conv2d in front
 
 
 def plan(stages: list[Stage]) -> list[StagePlan]:
@@ -153,9 +172,13 @@ def plan(stages: list[Stage]) -> list[StagePlan]:
         if stage.dense is not None:
             weights, exp = quantize_weights(stage.dense.module.weight, previous / layer.scale)
         bias = layer.integer_bias()
-        config = SigmaDeltaConfig(vth=layer.threshold_steps, bias=int(bias) if bias.ndim == 0 else bias.cpu())
+        config = SigmaDeltaConfig(vth=layer.threshold_steps, bias=int(bias) if bias.numel() == 1 else bias.cpu())
         source = layer.input if stage.dense is None else "messages"
-        plans.append(StagePlan(stage.node.label, config, weights, exp, layer.scale, source))
+        conv = None
+        if stage.dense is not None and stage.dense.kind == "conv":
+            m = stage.dense.module
+            conv = Convolution(tuple(m.stride), tuple(m.padding), tuple(m.dilation), m.groups)
+        plans.append(StagePlan(stage.node.label, config, weights, exp, layer.scale, source, conv))
     return plans
 
 
@@ -179,7 +202,7 @@ class Loihi2Network(CompiledNetwork):
     ) -> None:
         self.plans, self.decoder, self.width, self.device = plans, decoder, width, device
         self.layers = [
-            GradedLayer(p.name, p.config, None if p.weights is None else p.weights.to(device), p.weight_exp)
+            GradedLayer(p.name, p.config, None if p.weights is None else p.weights.to(device), p.weight_exp, p.conv)
             for p in plans
             if p.config is not None
         ]
@@ -188,8 +211,13 @@ class Loihi2Network(CompiledNetwork):
 
     def host_input(self, x: Any) -> torch.Tensor:
         """The integer input (int64 ``[T, B, F]``) the host sends the input layer for the float input ``x``."""
-        accepted = f"a real tensor [T, B, {self.width or 'F'}] (time-major frames)"
-        if not torch.is_tensor(x) or x.is_complex() or x.ndim != 3 or 0 in x.shape:
+        maps = len(self.plans) > 1 and self.plans[1].conv is not None
+        accepted = (
+            "a real tensor [T, B, C, H, W] (time-major feature maps)"
+            if maps
+            else (f"a real tensor [T, B, {self.width or 'F'}] (time-major frames)")
+        )
+        if not torch.is_tensor(x) or x.is_complex() or x.ndim != (5 if maps else 3) or 0 in x.shape:
             raise invalid("x", tuple(x.shape) if torch.is_tensor(x) else type(x).__name__, accepted, ShapeError)
         if self.width is not None and x.shape[2] != self.width:
             raise invalid("x.shape", tuple(x.shape), accepted, ShapeError)
@@ -212,7 +240,7 @@ class Loihi2Network(CompiledNetwork):
 
     def run(self, x: Any) -> ChipRun:
         a_in = self.host_input(x)
-        steps, batch, _ = a_in.shape
+        steps, batch = a_in.shape[:2]
         graded = run_graded_network(self.layers, a_in, self.readout)
         last = self.plans[-1]
         source = graded.readout if graded.readout is not None else graded.messages[-1]
@@ -221,13 +249,13 @@ class Loihi2Network(CompiledNetwork):
         if self.decoder is not None:
             out = self.decoder(out)
         dense = len(self.plans) - 1  # each Dense holds a message one step: the chip runs T + dense steps
-        clock = (steps, steps + dense, batch)
-        layers, fan_in, sent = [], int(a_in.shape[2]), None
-        for plan, messages, active in zip(self.plans, graded.messages, graded.active, strict=False):
-            layers.append(_activity(plan, messages, active, fan_in, sent, clock))
-            fan_in, sent = messages.shape[2], int(torch.count_nonzero(messages))
-        if graded.readout is not None:
-            layers.append(_activity(last, graded.readout, 0, fan_in, sent, clock))
+        outputs = [*graded.messages, *([graded.readout] if graded.readout is not None else [])]
+        layers = [
+            _activity(plan, out, active, ops, dense_ops, (steps + dense) * batch)
+            for plan, out, active, ops, dense_ops in zip(
+                self.plans, outputs, [*graded.active, None], graded.synaptic_ops, graded.dense_ops, strict=False
+            )
+        ]
         return ChipRun(out, tuple(layers), batch, steps + dense, dense)
 
     def describe(self) -> list[dict[str, Any]]:
@@ -257,23 +285,20 @@ class Loihi2Network(CompiledNetwork):
 
 
 def _activity(
-    plan: StagePlan, out: torch.Tensor, active: int, fan_in: int, sent: int | None, clock: tuple[int, int, int]
+    plan: StagePlan, out: torch.Tensor, active: int | None, ops: int, dense_ops: int, chip_steps: int
 ) -> LayerActivity:
-    """Events of one chip layer: graded messages count once per non-zero payload; a Dense delivers each incoming
-    message to all its targets (the input layer gets one event per non-zero host input). Every neuron is
-    updated on each of the chip's steps; the dense comparison sends every input once per frame."""
-    frames, chip_steps, batch = clock
-    neurons = out.shape[2]
-    readout = plan.config is None
-    incoming = active if sent is None else sent * neurons
+    """Events of one chip layer (``chip_steps``: steps times samples): graded messages count once per non-zero
+    payload, synaptic events as ``run_graded_network`` counts them; every neuron is updated on each chip step."""
+    neurons = out[0, 0].numel()
+    sent = int(torch.count_nonzero(out))
     return LayerActivity(
         name=plan.name,
         neurons=neurons,
-        spikes=0 if readout else int(torch.count_nonzero(out)),
-        synaptic_ops=incoming,
-        neuron_updates=neurons * chip_steps * batch,
-        active_updates=int(torch.count_nonzero(out)) if readout else active,
-        dense_synaptic_ops=(fan_in if sent is not None else 1) * neurons * frames * batch,
+        spikes=0 if active is None else sent,  # the read-out's sums are read by the host, not sent
+        synaptic_ops=ops,
+        neuron_updates=neurons * chip_steps,
+        active_updates=sent if active is None else active,
+        dense_synaptic_ops=dense_ops,
     )
 
 
@@ -281,5 +306,8 @@ def compile_network(model: Any, *, device: torch.device) -> Loihi2Network:
     """Quantize ``model`` (see the module docstring) and return the runnable network."""
     stages, decoder = parse(model)
     plans = plan(stages)
-    width = stages[1].dense.module.in_features if len(stages) > 1 else stages[0].node.module.features
+    synapse = stages[1].dense if len(stages) > 1 else None
+    width = stages[0].node.module.features
+    if synapse is not None and synapse.kind == "dense":
+        width = synapse.module.in_features
     return Loihi2Network(plans, decoder, width, device)

@@ -22,6 +22,7 @@ not by this model, so it is not a parameter here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -109,7 +110,8 @@ class SigmaDeltaLanes:
     ``ref_t = act_t`` where ``|act_t - ref_(t-1)| >= vth``, else ``ref_(t-1)``: the message is
     ``(act_t - ref_(t-1)) * mask`` with ``mask = clamp(|act_t - ref_(t-1)| - vth + 1, 0, 1)`` (0 or 1 on integers).
     The state holds ``sigma + bias``; a step works in place on ``[B, N]`` buffers that stay in cache.
-    ``synapses=(weights.T, weight_exp)`` (float lanes) makes the input of a step the incoming messages ``[B, F]``,
+    ``synapses=(deliver, weight_exp)`` makes the input of a step the incoming messages, summed by
+    ``deliver(messages, out)`` (a Dense product or a convolution, in the lanes) and shifted by ``weight_exp``,
     delivered through graded Dense without its one-step buffer (the caller aligns the clocks); ``count`` keeps
     in ``active`` the number of non-zero delivered inputs."""
 
@@ -120,7 +122,7 @@ class SigmaDeltaLanes:
         bias: torch.Tensor,
         shape: tuple[int, int],
         like: torch.Tensor,
-        synapses: tuple[torch.Tensor, int] | None = None,
+        synapses: tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], int] | None = None,
         count: bool = False,
     ) -> None:
         self.relu, self.state_exp, self.synapses = config.activation == "relu", config.state_exp, synapses
@@ -152,10 +154,11 @@ class SigmaDeltaLanes:
         activation.copy_(self.act if self.relu else self.state)
 
 
-def _deliver(messages: torch.Tensor, synapses: tuple[torch.Tensor, int], out: torch.Tensor) -> torch.Tensor:
-    """``(messages @ W.T) << weight_exp`` (``>> -weight_exp``: floor) into ``out``, exact in its float dtype."""
-    weights_t, weight_exp = synapses
-    torch.mm(messages, weights_t, out=out)
+def _deliver(messages: torch.Tensor, synapses: tuple, out: torch.Tensor) -> torch.Tensor:
+    """The synaptic sums of ``messages`` into ``out``, ``<< weight_exp`` (``>> -weight_exp``: floor), exact in the
+    lanes' dtype."""
+    deliver, weight_exp = synapses
+    out = deliver(messages, out)
     if weight_exp:
         out.mul_(2.0**weight_exp)
         if weight_exp < 0:
