@@ -67,19 +67,20 @@ class GradedRun(NamedTuple):
 
 class _Reach(NamedTuple):
     """What bounds the next layer's sums: per sample and neuron the summed ``|messages|`` over time ``[B, ...]``
-    (float64, rounded up) and the largest ``|message|``."""
+    (float64, rounded up) and the largest ``|message|``; and how many messages were sent (non-zero)."""
 
     summed: torch.Tensor
     largest: float
+    sent: int
 
 
 def _reach(x: torch.Tensor) -> _Reach:
     """``_Reach`` of a whole ``[T, B, ...]`` tensor, in passes without an ``|x|`` copy."""
     if not x.numel():
-        return _Reach(torch.zeros(x.shape[1:], dtype=torch.float64, device=x.device), 0.0)
+        return _Reach(torch.zeros(x.shape[1:], dtype=torch.float64, device=x.device), 0.0, 0)
     summed = torch.linalg.vector_norm(x if x.is_floating_point() else x.double(), ord=1, dim=0)
     low, high = torch.aminmax(x)
-    return _Reach(_rounded_up(summed), max(float(high), -float(low)))
+    return _Reach(_rounded_up(summed), max(float(high), -float(low)), int(torch.count_nonzero(x)))
 
 
 def _rounded_up(summed: torch.Tensor) -> torch.Tensor:
@@ -94,9 +95,9 @@ def run_graded_network(layers: list[GradedLayer], a_in: torch.Tensor, readout: t
     run = GradedRun([], [], [], [], None)
     for i, layer in enumerate(layers):
         if layer.weights is not None and layer.conv is None and x.ndim > 3:  # feature maps into a Dense
-            x, reach = x.flatten(2), _Reach(reach.summed.flatten(1), reach.largest)
+            x, reach = x.flatten(2), reach._replace(summed=reach.summed.flatten(1))
         if i:
-            ops, dense = _synaptic_ops(layer.weights, layer.conv, x)
+            ops, dense = _synaptic_ops(layer.weights, layer.conv, x, reach.sent)
         else:
             ops, dense = int(torch.count_nonzero(x)), x.numel()
         x, events, reach = _layer(layer, x, reach)
@@ -107,18 +108,18 @@ def run_graded_network(layers: list[GradedLayer], a_in: torch.Tensor, readout: t
     if readout is None:
         return run
     x = x.flatten(2) if x.ndim > 3 else x
-    ops, dense = _synaptic_ops(readout, None, x)
+    ops, dense = _synaptic_ops(readout, None, x, reach.sent)
     lanes = exact_lanes(reach.largest * float(readout.abs().sum(1).max()))
     sums = x.to(lanes) @ readout.to(lanes).T if lanes is not None else x.long().cpu() @ readout.cpu().T
     return run._replace(synaptic_ops=[*run.synaptic_ops, ops], dense_ops=[*run.dense_ops, dense], readout=sums)
 
 
-def _synaptic_ops(weights: torch.Tensor, conv: Convolution | None, x: torch.Tensor) -> tuple[int, int]:
-    """(events, dense events) of messages ``x`` into synapses ``weights``: every non-zero message reaches each of
-    its targets once; a dense run sends every input every step."""
+def _synaptic_ops(weights: torch.Tensor, conv: Convolution | None, x: torch.Tensor, sent: int) -> tuple[int, int]:
+    """(events, dense events) of messages ``x`` (``sent`` of them non-zero) into synapses ``weights``: every
+    non-zero message reaches each of its targets once; a dense run sends every input every step."""
     steps, batch = x.shape[:2]
     if conv is None:
-        return int(torch.count_nonzero(x)) * weights.shape[0], steps * batch * x.shape[2] * weights.shape[0]
+        return sent * weights.shape[0], steps * batch * x.shape[2] * weights.shape[0]
     sent = (x != 0).sum(0, dtype=torch.float64)  # per sample and input: messages over time
     ones = torch.ones(weights.shape, dtype=torch.float64, device=x.device)
     reached = conv(sent, ones)  # per output: the messages in its receptive field
@@ -169,12 +170,13 @@ def _layer(layer: GradedLayer, x: torch.Tensor, reach: _Reach) -> tuple[torch.Te
     size = (x.shape[1], *shape)
     group = SigmaDeltaLanes(config, vth, bias, size, source, synapses, count=w is not None)
     out = torch.empty(x.shape[0], *size, dtype=lanes, device=x.device)
-    magnitude, summed, peak = (torch.zeros(size, dtype=lanes, device=x.device) for _ in range(3))
+    magnitude, summed, peak, sent = (torch.zeros(size, dtype=lanes, device=x.device) for _ in range(4))
     for t in range(x.shape[0]):
         summed.add_(torch.abs(group.step(source[t], out[t]), out=magnitude))
         torch.maximum(peak, magnitude, out=peak)
-    events = int(group.active) if w is not None else int(torch.count_nonzero(x))
-    return out, events, _Reach(_rounded_up(summed), float(peak.max()))
+        sent.add_(magnitude.clamp_(max=1))  # whole numbers: 1 where a message went out
+    events = group.active() if w is not None else int(torch.count_nonzero(x))
+    return out, events, _Reach(_rounded_up(summed), float(peak.max()), int(sent.sum(dtype=torch.float64)))
 
 
 def _register(layer: GradedLayer, name: str, n: int | None, device: torch.device) -> torch.Tensor:

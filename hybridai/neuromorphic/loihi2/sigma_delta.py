@@ -113,7 +113,7 @@ class SigmaDeltaLanes:
     ``synapses=(deliver, weight_exp)`` makes the input of a step the incoming messages, summed by
     ``deliver(messages, out)`` (a Dense product or a convolution, in the lanes) and shifted by ``weight_exp``,
     delivered through graded Dense without its one-step buffer (the caller aligns the clocks); ``count`` keeps
-    in ``active`` the number of non-zero delivered inputs."""
+    per neuron the number of non-zero delivered inputs (``active()``: their total)."""
 
     def __init__(
         self,
@@ -126,7 +126,8 @@ class SigmaDeltaLanes:
         count: bool = False,
     ) -> None:
         self.relu, self.state_exp, self.synapses = config.activation == "relu", config.state_exp, synapses
-        self.active = torch.zeros((), dtype=torch.int64, device=like.device) if count else None
+        # non-zero inputs per neuron, as clamp(|x|, max=1) summed: three cheap operations on whole numbers
+        self.inputs = torch.zeros(shape, dtype=like.dtype, device=like.device) if count else None
         self.bias, self.below = bias.to(like), vth.to(like) - 1
         self.state, self.act, self.gap, self.mask, self.reference, self.synaptic, self.sent = (
             torch.zeros(shape, dtype=like.dtype, device=like.device) for _ in range(7)
@@ -137,8 +138,8 @@ class SigmaDeltaLanes:
         """Advance one step on input ``x`` and write the messages into ``out`` ``[B, N]`` (returned)."""
         delivered = x if self.synapses is None else _deliver(x, self.synapses, self.synaptic)
         self.state.add_(delivered)
-        if self.active is not None:
-            self.active += torch.count_nonzero(delivered)
+        if self.inputs is not None:
+            self.inputs.add_(torch.abs(delivered, out=self.gap).clamp_(max=1))
         active = torch.clamp(self.state, min=0, out=self.act) if self.relu else self.state
         torch.sub(active, self.reference, out=self.gap)
         torch.abs(self.gap, out=self.mask).sub_(self.below).clamp_(0, 1)
@@ -147,6 +148,10 @@ class SigmaDeltaLanes:
             return out
         self.reference.add_(torch.mul(self.gap, self.mask, out=self.sent))
         return torch.div(self.sent, 2**self.state_exp, rounding_mode="floor", out=out)  # an arithmetic shift
+
+    def active(self) -> int:
+        """The non-zero inputs delivered so far (``count=True``)."""
+        return int(self.inputs.sum(dtype=torch.float64))
 
     def traces(self, sigma: torch.Tensor, activation: torch.Tensor) -> None:
         """Write this step's sigma and activation into ``sigma`` and ``activation`` ``[B, N]``."""
