@@ -33,9 +33,9 @@ from torch.overrides import TorchFunctionMode
 CHECKS = 2  # recordings compared before a key is re-bound
 _VALUE_READS = frozenset(
     getattr(torch.Tensor, name)
-    for name in ("__bool__", "item", "tolist", "numpy", "__int__", "__float__", "__index__", "__array__", "__len__")
+    for name in ("__bool__", "item", "tolist", "numpy", "__int__", "__float__", "__index__", "__array__")
     if hasattr(torch.Tensor, name)
-) - {torch.Tensor.__len__}
+)
 
 
 class ValueReads(TorchFunctionMode):

@@ -215,3 +215,18 @@ def test_what_a_convolutional_chip_cannot_compute_is_refused_by_name():
     chip = hybridai.deploy(conv_network(), backend="loihi2")
     with pytest.raises(ShapeError, match=r"\[T, B, C, H, W\]"):
         chip.run(torch.rand(4, 2, 128))
+
+
+def test_bad_arguments_to_the_network_runner_are_named():
+    first = loihi2.GradedLayer("in", loihi2.SigmaDeltaConfig(vth=2))
+    a_in = torch.zeros(3, 1, 2, dtype=torch.long)
+    with pytest.raises(HybridAIError, match="layers"):
+        loihi2.run_graded_network([], a_in)
+    with pytest.raises(HybridAIError, match=r"layers\[1\].weights"):
+        loihi2.run_graded_network([first, first], a_in)
+    with pytest.raises(HybridAIError, match="a_in"):
+        loihi2.run_graded_network([first], torch.full((3, 1, 2), 0.5))
+    with pytest.raises(HybridAIError, match="a_in.shape"):
+        loihi2.run_graded_network([first], torch.zeros(3, 2, dtype=torch.long))
+    with pytest.raises(HybridAIError, match="readout"):
+        loihi2.run_graded_network([first], a_in, readout=torch.zeros(3, dtype=torch.long))

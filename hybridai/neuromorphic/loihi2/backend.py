@@ -38,7 +38,7 @@ class Loihi2Backend(ChipCompiler):
             bit_exact=True,
             devices=(str(self.device),),
             extra={
-                "input": "the float model's input [T, B, F]; the host sends the first layer integer deltas",
+                "input": "the float model's input [T, B, F] or [T, B, C, H, W]; the host sends integer deltas",
                 "messages": "graded: one event per non-zero integer payload",
                 "latency_steps_per_layer": 1,
             },

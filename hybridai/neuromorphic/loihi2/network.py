@@ -13,16 +13,24 @@ operations per step on cache-sized buffers (``SigmaDeltaLanes``); else the int64
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch.nn import functional
 
-from hybridai.core.errors import UnsupportedOperationError, invalid
+from hybridai.core.errors import ShapeError, UnsupportedOperationError, invalid
+from hybridai.neuromorphic.loihi.compartments import check_integer
 from hybridai.neuromorphic.loihi2.graded_dense import graded_sums
 from hybridai.neuromorphic.loihi2.registers import per_neuron
-from hybridai.neuromorphic.loihi2.sigma_delta import SigmaDeltaConfig, SigmaDeltaLanes, exact_lanes, run_sigma_delta
+from hybridai.neuromorphic.loihi2.sigma_delta import (
+    SigmaDeltaConfig,
+    SigmaDeltaLanes,
+    exact_lanes,
+    run_sigma_delta,
+    sigma_delta_lanes,
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,11 @@ class Convolution:
 
     def __call__(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         return functional.conv2d(x, weight, None, self.stride, self.padding, self.dilation, self.groups)
+
+    def output_shape(self, shape: tuple[int, ...], weight: torch.Tensor) -> tuple[int, ...]:
+        """The ``(C', H', W')`` of one sample's maps ``shape`` ``(C, H, W)``."""
+        probe = torch.zeros(1, *shape, dtype=torch.float64, device=weight.device)
+        return tuple(self(probe, weight.double()).shape[1:])
 
 
 @dataclass(frozen=True)
@@ -53,12 +66,14 @@ class GradedLayer:
 
 class GradedRun(NamedTuple):
     """Per layer: its messages ``[T, B, ...]`` (integers, in the dtype the layer ran in: float32, float64 or
-    int64), the non-zero inputs it received (events its neurons processed), the synaptic events delivered into it
-    (each incoming message times its targets; one per non-zero host input for the first) and those of a dense run
-    (every input sent every step). Then the read-out sums ``[T, B, C]`` (None without a read-out), followed in
-    ``synaptic_ops`` and ``dense_ops`` by the read-out's own counts."""
+    int64) and how many were sent (non-zero), the non-zero inputs it received (events its neurons processed), the
+    synaptic events delivered into it (each incoming message times its targets; one per non-zero host input for
+    the first) and those of a dense run (every input sent every step). Then the read-out sums ``[T, B, C]`` (None
+    without a read-out), followed in ``sent`` (non-zero sums), ``synaptic_ops`` and ``dense_ops`` by the
+    read-out's own counts."""
 
     messages: list[torch.Tensor]
+    sent: list[int]
     active: list[int]
     synaptic_ops: list[int]
     dense_ops: list[int]
@@ -88,20 +103,19 @@ def _rounded_up(summed: torch.Tensor) -> torch.Tensor:
     return summed.double() * (1 + 1e-4)
 
 
-def run_graded_network(layers: list[GradedLayer], a_in: torch.Tensor, readout: torch.Tensor | None = None) -> GradedRun:
-    """Run ``layers`` (the first without weights) on int64 ``a_in`` ``[T, B, ...]``; ``readout`` ``[C, N]`` int64
-    mantissas (weight_exp 0) read the last layer's messages as sums."""
-    x, reach = a_in, _reach(a_in)
-    run = GradedRun([], [], [], [], None)
+def run_graded_network(layers: list[GradedLayer], a_in: Any, readout: torch.Tensor | None = None) -> GradedRun:
+    """Run ``layers`` (the first without weights) on integer ``a_in`` ``[T, B, ...]``; ``readout`` ``[C, N]``
+    int64 mantissas (weight_exp 0) read the last layer's messages as sums."""
+    x = _check_network(layers, a_in, readout)
+    reach = _reach(x)
+    run = GradedRun([], [], [], [], [], None)
     for i, layer in enumerate(layers):
         if layer.weights is not None and layer.conv is None and x.ndim > 3:  # feature maps into a Dense
             x, reach = x.flatten(2), reach._replace(summed=reach.summed.flatten(1))
-        if i:
-            ops, dense = _synaptic_ops(layer.weights, layer.conv, x, reach.sent)
-        else:
-            ops, dense = int(torch.count_nonzero(x)), x.numel()
+        ops, dense = _synaptic_ops(layer.weights, layer.conv, x, reach.sent) if i else (reach.sent, x.numel())
         x, events, reach = _layer(layer, x, reach)
         run.messages.append(x)
+        run.sent.append(reach.sent)
         run.active.append(events)
         run.synaptic_ops.append(ops)
         run.dense_ops.append(dense)
@@ -111,7 +125,27 @@ def run_graded_network(layers: list[GradedLayer], a_in: torch.Tensor, readout: t
     ops, dense = _synaptic_ops(readout, None, x, reach.sent)
     lanes = exact_lanes(reach.largest * float(readout.abs().sum(1).max()))
     sums = x.to(lanes) @ readout.to(lanes).T if lanes is not None else x.long().cpu() @ readout.cpu().T
-    return run._replace(synaptic_ops=[*run.synaptic_ops, ops], dense_ops=[*run.dense_ops, dense], readout=sums)
+    run.sent.append(int(torch.count_nonzero(sums)))
+    run.synaptic_ops.append(ops)
+    run.dense_ops.append(dense)
+    return run._replace(readout=sums)
+
+
+def _check_network(layers: Any, a_in: Any, readout: Any) -> torch.Tensor:
+    """``a_in`` as int64, once ``layers``, ``a_in`` and ``readout`` are what ``run_graded_network`` takes."""
+    if not isinstance(layers, list | tuple) or not layers or not all(isinstance(g, GradedLayer) for g in layers):
+        raise invalid("layers", layers, "a non-empty list of hybridai.neuromorphic.loihi2.GradedLayer")
+    for i, layer in enumerate(layers):
+        if (layer.weights is None) != (i == 0):
+            accepted = "weights=None on the first (input) layer only: the others receive messages through synapses"
+            raise invalid(f"layers[{i}].weights", "None" if layer.weights is None else "a tensor", accepted)
+    x = check_integer(a_in, "a_in", rank=None)
+    if x.ndim < 3 or 0 in x.shape:
+        raise invalid("a_in.shape", tuple(x.shape), "a non-empty [T, B, ...] tensor of integers", ShapeError)
+    if readout is not None and (not torch.is_tensor(readout) or readout.ndim != 2):
+        shown = tuple(readout.shape) if torch.is_tensor(readout) else type(readout).__name__
+        raise invalid("readout", shown, "None or int64 mantissas [C, N]", ShapeError)
+    return x
 
 
 def _synaptic_ops(weights: torch.Tensor, conv: Convolution | None, x: torch.Tensor, sent: int) -> tuple[int, int]:
@@ -120,11 +154,10 @@ def _synaptic_ops(weights: torch.Tensor, conv: Convolution | None, x: torch.Tens
     steps, batch = x.shape[:2]
     if conv is None:
         return sent * weights.shape[0], steps * batch * x.shape[2] * weights.shape[0]
-    sent = (x != 0).sum(0, dtype=torch.float64)  # per sample and input: messages over time
-    ones = torch.ones(weights.shape, dtype=torch.float64, device=x.device)
-    reached = conv(sent, ones)  # per output: the messages in its receptive field
-    outputs = conv(torch.zeros(1, *x.shape[2:], dtype=torch.float64, device=x.device), ones)
-    return int(reached.sum()), steps * batch * outputs.numel() * weights[0].numel()
+    per_input = (x != 0).sum(0, dtype=torch.float64)  # per sample and input: messages over time
+    reached = conv(per_input, torch.ones(weights.shape, dtype=torch.float64, device=x.device))  # per output
+    outputs = math.prod(conv.output_shape(tuple(x.shape[2:]), weights))
+    return int(reached.sum()), steps * batch * outputs * weights[0].numel()
 
 
 def _layer(layer: GradedLayer, x: torch.Tensor, reach: _Reach) -> tuple[torch.Tensor, int, _Reach]:
@@ -132,8 +165,7 @@ def _layer(layer: GradedLayer, x: torch.Tensor, reach: _Reach) -> tuple[torch.Te
     messages), whose ``reach`` bounds what the layer's sums can become."""
     config, w, exp, conv = layer.config, layer.weights, layer.weight_exp, layer.conv
     if conv is not None:
-        shape = conv(torch.zeros(1, *x.shape[2:], dtype=torch.float64, device=x.device), w.double()).shape[1:]
-        n = None
+        shape, n = conv.output_shape(tuple(x.shape[2:]), w), None
     else:
         n = x.shape[2] if w is None else w.shape[0]
         shape = x.shape[2:] if w is None else (n,)
@@ -149,7 +181,7 @@ def _layer(layer: GradedLayer, x: torch.Tensor, reach: _Reach) -> tuple[torch.Te
         reached = conv(reach.summed, magnitude) if conv is not None else reach.summed @ magnitude.T
         largest = float(reached.max()) * 2.0**exp + x.shape[0] + registers
         product = reach.largest * float(magnitude.flatten(1).sum(1).max()) * 2.0 ** max(exp, 0)
-    lanes = exact_lanes(max(2 * largest, product)) if 2 * largest < 2**31 and not config.cum_error else None
+    lanes = sigma_delta_lanes(config, largest, product)
     if lanes is None:  # the int64 rules, wraps as Lava's int32
         if conv is not None:
             raise UnsupportedOperationError(
@@ -158,7 +190,7 @@ def _layer(layer: GradedLayer, x: torch.Tensor, reach: _Reach) -> tuple[torch.Te
             )
         a = x.long() if w is None else graded_sums(w, x.long(), exp)
         out = run_sigma_delta(config, a.flatten(2)).messages.reshape(a.shape)
-        return out, int(torch.count_nonzero(a)), _reach(out)
+        return out, reach.sent if w is None else int(torch.count_nonzero(a)), _reach(out)
     source = x.to(lanes)
     synapses = None
     if conv is not None:
@@ -175,7 +207,7 @@ def _layer(layer: GradedLayer, x: torch.Tensor, reach: _Reach) -> tuple[torch.Te
         summed.add_(torch.abs(group.step(source[t], out[t]), out=magnitude))
         torch.maximum(peak, magnitude, out=peak)
         sent.add_(magnitude.clamp_(max=1))  # whole numbers: 1 where a message went out
-    events = group.active() if w is not None else int(torch.count_nonzero(x))
+    events = group.active() if w is not None else reach.sent
     return out, events, _Reach(_rounded_up(summed), float(peak.max()), int(sent.sum(dtype=torch.float64)))
 
 

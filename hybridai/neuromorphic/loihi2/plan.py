@@ -250,11 +250,10 @@ class Loihi2Network(CompiledNetwork):
             out = self.decoder(out)
         dense = len(self.plans) - 1  # each Dense holds a message one step: the chip runs T + dense steps
         outputs = [*graded.messages, *([graded.readout] if graded.readout is not None else [])]
+        counts = zip(outputs, graded.sent, [*graded.active, None], graded.synaptic_ops, graded.dense_ops, strict=False)
         layers = [
-            _activity(plan, out, active, ops, dense_ops, (steps + dense) * batch)
-            for plan, out, active, ops, dense_ops in zip(
-                self.plans, outputs, [*graded.active, None], graded.synaptic_ops, graded.dense_ops, strict=False
-            )
+            _activity(stage, *layer_counts, (steps + dense) * batch)
+            for stage, layer_counts in zip(self.plans, counts, strict=True)
         ]
         return ChipRun(out, tuple(layers), batch, steps + dense, dense)
 
@@ -272,9 +271,13 @@ class Loihi2Network(CompiledNetwork):
                 }
             else:
                 row["kind"] = "read-out: Dense sums read by the host"
+            if p.conv is not None:
+                row["conv"] = {"kernel": tuple(p.weights.shape[2:])} | {
+                    k: getattr(p.conv, k) for k in ("stride", "padding", "dilation", "groups")
+                }
             if p.weights is not None:
                 row |= {
-                    "neurons": p.weights.shape[0],
+                    "neurons": p.weights.shape[0],  # output channels after a Conv2d
                     "inputs": p.weights.shape[1],
                     "weight_exp": p.weight_exp,
                     "weight_mantissa_range": (int(p.weights.min()), int(p.weights.max())),
@@ -285,12 +288,11 @@ class Loihi2Network(CompiledNetwork):
 
 
 def _activity(
-    plan: StagePlan, out: torch.Tensor, active: int | None, ops: int, dense_ops: int, chip_steps: int
+    plan: StagePlan, out: torch.Tensor, sent: int, active: int | None, ops: int, dense_ops: int, chip_steps: int
 ) -> LayerActivity:
-    """Events of one chip layer (``chip_steps``: steps times samples): graded messages count once per non-zero
-    payload, synaptic events as ``run_graded_network`` counts them; every neuron is updated on each chip step."""
+    """Events of one chip layer (``chip_steps``: steps times samples), as ``run_graded_network`` counts them:
+    graded messages once per non-zero payload (``sent``); every neuron is updated on each chip step."""
     neurons = out[0, 0].numel()
-    sent = int(torch.count_nonzero(out))
     return LayerActivity(
         name=plan.name,
         neurons=neurons,

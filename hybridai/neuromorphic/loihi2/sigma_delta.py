@@ -77,6 +77,15 @@ def exact_lanes(bound: float) -> torch.dtype | None:
     return torch.float64 if bound < 2**53 else None
 
 
+def sigma_delta_lanes(config: SigmaDeltaConfig, largest: float, product: float = 0.0) -> torch.dtype | None:
+    """The float dtype a run of ``config`` can step in (``SigmaDeltaLanes``), or None for the int64 rules: the
+    rule carries no separate error (``cum_error=False``), nothing wraps (``2 largest`` below 2^31, ``largest``
+    bounding |sigma|, |activation| and |residue|) and every value and synaptic ``product`` is exact in it."""
+    if config.cum_error or 2 * largest >= 2**31:
+        return None
+    return exact_lanes(max(2 * largest, product))
+
+
 def run_sigma_delta(config: SigmaDeltaConfig, a_in: Any) -> SigmaDeltaRun:
     """Run sigma-delta neurons ``config`` on integer input ``a_in`` ``[T, B, N]`` (module docstring)."""
     if not isinstance(config, SigmaDeltaConfig):
@@ -84,8 +93,7 @@ def run_sigma_delta(config: SigmaDeltaConfig, a_in: Any) -> SigmaDeltaRun:
     a_in = check_integer(a_in, "a_in")
     n = a_in.shape[2]
     vth, bias = (per_neuron(name, getattr(config, name), n, a_in.device) for name in ("vth", "bias"))
-    largest = 2 * _largest(a_in, vth, bias)
-    lanes = None if config.cum_error or largest >= 2**31 else exact_lanes(largest)
+    lanes = sigma_delta_lanes(config, _largest(a_in, vth, bias))
     if lanes is None:
         return _stepwise(config, a_in, vth, bias)
     x = a_in.to(lanes)
@@ -109,33 +117,36 @@ class SigmaDeltaLanes:
     Lava's rule carries the residue, so the receiver's reference ``ref = act - residue`` follows
     ``ref_t = act_t`` where ``|act_t - ref_(t-1)| >= vth``, else ``ref_(t-1)``: the message is
     ``(act_t - ref_(t-1)) * mask`` with ``mask = clamp(|act_t - ref_(t-1)| - vth + 1, 0, 1)`` (0 or 1 on integers).
-    The state holds ``sigma + bias``; a step works in place on ``[B, N]`` buffers that stay in cache.
+    The state holds ``sigma + bias``; a step works in place on ``[B, ...]`` buffers that stay in cache.
     ``synapses=(deliver, weight_exp)`` makes the input of a step the incoming messages, summed by
     ``deliver(messages, out)`` (a Dense product or a convolution, in the lanes) and shifted by ``weight_exp``,
-    delivered through graded Dense without its one-step buffer (the caller aligns the clocks); ``count`` keeps
-    per neuron the number of non-zero delivered inputs (``active()``: their total)."""
+    without Dense's one-step buffer (the caller aligns the clocks); ``count`` keeps per neuron the number of
+    non-zero delivered inputs (``active()``: their total)."""
 
     def __init__(
         self,
         config: SigmaDeltaConfig,
         vth: torch.Tensor,
         bias: torch.Tensor,
-        shape: tuple[int, int],
+        shape: tuple[int, ...],
         like: torch.Tensor,
         synapses: tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], int] | None = None,
         count: bool = False,
     ) -> None:
         self.relu, self.state_exp, self.synapses = config.activation == "relu", config.state_exp, synapses
+
+        def buffer(needed: bool = True) -> torch.Tensor | None:
+            return torch.zeros(shape, dtype=like.dtype, device=like.device) if needed else None
+
         # non-zero inputs per neuron, as clamp(|x|, max=1) summed: three cheap operations on whole numbers
-        self.inputs = torch.zeros(shape, dtype=like.dtype, device=like.device) if count else None
+        self.inputs = buffer(count)
         self.bias, self.below = bias.to(like), vth.to(like) - 1
-        self.state, self.act, self.gap, self.mask, self.reference, self.synaptic, self.sent = (
-            torch.zeros(shape, dtype=like.dtype, device=like.device) for _ in range(7)
-        )
+        self.state, self.act, self.gap, self.mask, self.reference = (buffer() for _ in range(5))
+        self.synaptic, self.sent = buffer(synapses is not None), buffer(bool(self.state_exp))
         self.state.add_(self.bias)
 
     def step(self, x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-        """Advance one step on input ``x`` and write the messages into ``out`` ``[B, N]`` (returned)."""
+        """Advance one step on input ``x`` and write the messages into ``out`` ``[B, ...]`` (returned)."""
         delivered = x if self.synapses is None else _deliver(x, self.synapses, self.synaptic)
         self.state.add_(delivered)
         if self.inputs is not None:

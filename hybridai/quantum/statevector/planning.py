@@ -357,8 +357,9 @@ class Plan:
 
     def _fused(self, keys: list[tuple], run: list[int]) -> StateFn:
         """Constant run -> its unitary (as R = U^T, built on the identity), applied as one GEMM. A run of L
-        repeated layers (``_layers``) builds all L layer unitaries in one pass over an L-fold identity and
-        multiplies them (with the states) as one matrix chain: a few dozen torch operations whatever L."""
+        repeated layers (``_layers``) builds all L layers' single-qubit matrices by one gather and product
+        (``_factor_index``) and multiplies them (with the states) as one matrix chain: a few dozen torch
+        operations whatever L."""
         dim = 2**self.n
         layers = self._layers(keys, run)
         if layers is not None:
