@@ -1,26 +1,17 @@
 """The event-camera example end to end on a small data set: chips agree with the float models."""
 
-import importlib.util
-from pathlib import Path
-
 import torch
 
 from hybridai.cli import main as cli
-
-EXAMPLE = Path(__file__).parents[2] / "examples" / "event_camera.py"
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("event_camera", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.examples import load_example
 
 
 def test_event_camera_example_deploys_on_loihi_nengo_and_akida(tmp_path, capsys):
     threads = torch.get_num_threads()
     try:
-        out = _example().main(["--samples", "150", "--epochs", "6", "--out", str(tmp_path / "new"), "--save"])
+        out = load_example("event_camera").main(
+            ["--samples", "150", "--epochs", "6", "--out", str(tmp_path / "new"), "--save"]
+        )
     finally:
         torch.set_num_threads(threads)
     loihi, nengo, akida = out["loihi"], out["nengo"], out["akida"]

@@ -2,23 +2,12 @@
 does to the Gram matrices on the fixed seed."""
 
 import contextlib
-import importlib.util
 import io
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "molecular_noise.py"
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("molecular_noise", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while being defined
-    spec.loader.exec_module(module)
-    return module
+from tests.examples import load_example
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +15,7 @@ def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("molecular") / "new" / "dir"
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        result = _example().main(["--quick", "--out", str(out)])
+        result = load_example("molecular_noise").main(["--quick", "--out", str(out)])
     return out, result, printed.getvalue()
 
 

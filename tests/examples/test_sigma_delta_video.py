@@ -1,24 +1,16 @@
 """The sigma-delta video example on a small data set: the chip follows the float network, activity falls as
 frames change less, and a still scene sends nothing after its first frame."""
 
-import importlib.util
-from pathlib import Path
-
 import torch
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "sigma_delta_video.py"
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("sigma_delta_video", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.examples import load_example
 
 
 def test_sigma_delta_video_example(tmp_path, capsys):
     threads = torch.get_num_threads()
-    out = _example().main(["--videos", "160", "--frames", "10", "--epochs", "6", "--out", str(tmp_path)])
+    out = load_example("sigma_delta_video").main(
+        ["--videos", "160", "--frames", "10", "--epochs", "6", "--out", str(tmp_path)]
+    )
     assert torch.get_num_threads() == threads  # restored
     # speed -> (speed, dense, float, chip, lif, messages, synops, LIF synops, first frame)
     rows = {row[0]: row for row in out["rows"]}

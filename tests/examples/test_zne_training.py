@@ -1,25 +1,15 @@
 """The ZNE training example: like-for-like noisy students, the error against the ideal value, one PNG in --out."""
 
-import importlib.util
-from pathlib import Path
-
 import torch
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "zne_training.py"
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("zne_training", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.examples import load_example
 
 
 def test_zne_training_example_mitigates_and_writes_into_a_new_folder(tmp_path, capsys):
     threads = torch.get_num_threads()
     try:
         with torch.random.fork_rng():  # the script seeds the global RNG, as scripts do
-            out = _example().main(["--steps", "2", "--out", str(tmp_path / "new" / "dir")])
+            out = load_example("zne_training").main(["--steps", "2", "--out", str(tmp_path / "new" / "dir")])
     finally:
         torch.set_num_threads(threads)
     # the same weights, noisy against noisy + ZNE: mitigation brings the values closer to the ideal ones
