@@ -17,7 +17,6 @@ set are decomposed with PennyLane's own decomposition.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,16 +34,32 @@ DIAGONAL = {
 SUGGESTION = "use backend='pennylane:default.qubit' (or 'pennylane:default.mixed' for noise channels)"
 
 
-@dataclass
 class Step:
-    """One executor step; ``key`` is its structure (everything but parameter values)."""
+    """One executor step; ``key`` is its structure (everything but parameter values). A layer of a template
+    (``layer``: the template's ``[..., L, k, 2, 2]`` matrices and this layer's index) selects its own matrices
+    only when asked for ``tensor``: a plan that takes all layers at once never does."""
 
-    kind: str
-    wires: tuple[int, ...]
-    tensor: torch.Tensor | None
-    batched: bool
-    const: Any = None
-    layer: tuple[torch.Tensor, int] | None = None  # (the template's [..., L, k, 2, 2] matrices, this layer's index)
+    __slots__ = ("kind", "wires", "_tensor", "batched", "const", "layer")
+
+    def __init__(
+        self,
+        kind: str,
+        wires: tuple[int, ...],
+        tensor: torch.Tensor | None,
+        batched: bool,
+        const: Any = None,
+        layer: tuple[torch.Tensor, int] | None = None,
+    ) -> None:
+        self.kind, self.wires, self._tensor, self.batched, self.const, self.layer = (
+            kind, wires, tensor, batched, const, layer,
+        )  # fmt: skip
+
+    @property
+    def tensor(self) -> torch.Tensor | None:
+        if self._tensor is None and self.layer is not None:
+            mats, index = self.layer
+            self._tensor = mats[..., index, :, :, :]
+        return self._tensor
 
     @property
     def key(self) -> tuple:
@@ -63,26 +78,27 @@ def _expi(x: torch.Tensor) -> torch.Tensor:
     return torch.complex(torch.cos(x), torch.sin(x))
 
 
-def _mat2(a, b, c, d) -> torch.Tensor:
-    return torch.stack([torch.stack([a, b], -1), torch.stack([c, d], -1)], -2)
+# per rotation: the coefficients of cos(theta/2) and sin(theta/2) in the entries 00, 01, 10, 11, each (real, imag)
+ROTATION_BASES = {
+    "RX": ((1, 0, 0, 0, 0, 0, 1, 0), (0, 0, 0, -1, 0, -1, 0, 0)),  # I cos - i X sin
+    "RY": ((1, 0, 0, 0, 0, 0, 1, 0), (0, 0, -1, 0, 1, 0, 0, 0)),  # I cos - i Y sin
+    "RZ": ((1, 0, 0, 0, 0, 0, 1, 0), (0, -1, 0, 0, 0, 0, 0, 1)),  # I cos - i Z sin
+}
+_BASES: dict[tuple, torch.Tensor] = {}
 
 
-def rx(theta: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:
-    c, s = torch.cos(theta / 2), torch.sin(theta / 2)
-    zero = torch.zeros_like(c)
-    real = torch.stack([c, zero, zero, c], -1)
-    imag = torch.stack([zero, -s, -s, zero], -1)
-    return torch.complex(real, imag).to(cdtype).unflatten(-1, (2, 2))
-
-
-def ry(theta: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:
-    c, s = torch.cos(theta / 2), torch.sin(theta / 2)
-    return torch.stack([c, -s, s, c], -1).to(cdtype).unflatten(-1, (2, 2))
-
-
-def rz(theta: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:
-    zero = torch.zeros_like(theta).to(cdtype)
-    return _mat2(_expi(-theta / 2).to(cdtype), zero, zero, _expi(theta / 2).to(cdtype))
+def rotation_matrices(theta: torch.Tensor, name: str, cdtype: torch.dtype) -> torch.Tensor:
+    """``name`` (a key of ``ROTATION_BASES``) of the real angles ``theta`` (any shape) as ``[*theta.shape, 2, 2]``
+    in ``cdtype``: (cos, sin) of the half angles times one constant ``[2, 8]`` matrix, a handful of torch
+    operations (and autograd nodes) whatever the shape."""
+    rdtype = torch.float32 if cdtype == torch.complex64 else torch.float64
+    key = (name, rdtype, theta.device)
+    basis = _BASES.get(key)
+    if basis is None:
+        basis = _BASES.setdefault(key, torch.tensor(ROTATION_BASES[name], dtype=rdtype, device=theta.device))
+    half = theta.to(rdtype).unsqueeze(-1) * 0.5
+    trig = torch.cat([torch.cos(half), torch.sin(half)], -1)
+    return torch.view_as_complex((trig @ basis).unflatten(-1, (4, 2))).unflatten(-1, (2, 2))
 
 
 def rot(phi: torch.Tensor, theta: torch.Tensor, omega: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:
@@ -92,9 +108,6 @@ def rot(phi: torch.Tensor, theta: torch.Tensor, omega: torch.Tensor, cdtype: tor
     angles = torch.stack([-plus, minus, -minus, plus], -1)
     magnitudes = torch.stack([c, -s, s, c], -1)
     return torch.polar(torch.ones_like(angles), angles).mul(magnitudes).to(cdtype).unflatten(-1, (2, 2))
-
-
-ROTATIONS = {"RX": rx, "RY": ry, "RZ": rz}
 
 
 _CONSTANT_GATES: dict[tuple, tuple[str, Any]] = {}
@@ -187,9 +200,8 @@ class Converter:
             steps.append(Step("sq", wires, rot(phi, theta, omega, self.cdtype).unsqueeze(-3), batched))
             return
         if name in ("RX", "RY"):
-            steps.append(
-                Step("sq", wires, ROTATIONS[name](self.real(op.parameters[0]), self.cdtype).unsqueeze(-3), batched)
-            )
+            mats = rotation_matrices(self.real(op.parameters[0]), name, self.cdtype)
+            steps.append(Step("sq", wires, mats.unsqueeze(-3), batched))
             return
         if op.has_matrix and len(wires) <= MAX_DENSE_WIRES:
             try:
@@ -238,19 +250,19 @@ class Converter:
     def _template_AngleEmbedding(self, op: Any, wires, batched, steps) -> bool:
         rotation = op.hyperparameters["rotation"]
         rotation = getattr(rotation, "__name__", str(rotation))
-        if rotation not in ROTATIONS:
+        if rotation not in ROTATION_BASES:
             return False
-        steps.append(Step("sq", wires, ROTATIONS[rotation](self.real(op.parameters[0]), self.cdtype), batched))
+        steps.append(Step("sq", wires, rotation_matrices(self.real(op.parameters[0]), rotation, self.cdtype), batched))
         return True
 
     def _template_BasicEntanglerLayers(self, op: Any, wires, batched, steps) -> bool:
         rotation = getattr(op.hyperparameters["rotation"], "__name__", "")
-        if rotation not in ROTATIONS:
+        if rotation not in ROTATION_BASES:
             return False
-        mats = ROTATIONS[rotation](self.real(op.parameters[0]), self.cdtype)  # [..., L, k, 2, 2]
+        mats = rotation_matrices(self.real(op.parameters[0]), rotation, self.cdtype)  # [..., L, k, 2, 2]
         ring = _ring(len(wires), (1,) * mats.shape[-4])
         for layer in range(mats.shape[-4]):
-            steps.append(Step("sq", wires, mats[..., layer, :, :, :], batched, layer=(mats, layer)))
+            steps.append(Step("sq", wires, None, batched, layer=(mats, layer)))
             for a, b in ring[layer]:
                 steps.append(Step("mono", (wires[a], wires[b]), None, False, _CNOT))
         return True
@@ -262,7 +274,7 @@ class Converter:
         if entanglers is None:
             return False
         for layer in range(mats.shape[-4]):
-            steps.append(Step("sq", wires, mats[..., layer, :, :, :], batched, layer=(mats, layer)))
+            steps.append(Step("sq", wires, None, batched, layer=(mats, layer)))
             for kind, pos, data, const in entanglers[layer]:
                 steps.append(Step(kind, pos, None if data is None else self.tensor(data), False, const))
         return True
@@ -290,6 +302,7 @@ def _sel_entanglers(wires: tuple[int, ...], ranges: tuple[int, ...], imprimitive
 _CNOT = ((0, 1, 3, 2), (1 + 0j, 1 + 0j, 1 + 0j, 1 + 0j))
 
 
+@functools.lru_cache(maxsize=256)
 def _ring(k: int, ranges: tuple[int, ...]) -> list[list[tuple[int, int]]]:
     """CNOT pairs of BasicEntanglerLayers: none for 1 wire, one for 2, a ring for more."""
     if k == 1:

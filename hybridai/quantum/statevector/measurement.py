@@ -54,6 +54,9 @@ def marginal_probs(
     return probs.permute(0, *order).reshape(psi.shape[0], -1)
 
 
+Z_VECTORS_KEPT = 8  # constant z_vector results kept per measurement
+
+
 class Measurement:
     """One compiled measurement of a plan."""
 
@@ -67,6 +70,7 @@ class Measurement:
         self.words: list[tuple[dict[int, str], int]] = []  # (word, term index)
         self.z_signs: torch.Tensor | None = None
         self.monomials: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        self._z_vectors: dict[tuple, torch.Tensor] = {}  # constant z_vector results (same values: same vector)
         if self.kind in ("ExpectationMP", "VarianceMP"):
             if obs is None:
                 raise UnsupportedOperationError(f"{self.kind} without an observable; {SUGGESTION}")
@@ -123,11 +127,22 @@ class Measurement:
         return self.kind == "ExpectationMP" and self.rep is not None and not self.monomials
 
     def z_vector(self, mp: Any, dtype: torch.dtype) -> torch.Tensor:
-        """``v`` with ``<O> = probs @ v`` for a diagonal observable (``[2^n]``)."""
-        coeffs = self._coefficients(mp, dtype)
-        if self.z_signs is None:
-            return torch.zeros(2**self.n, dtype=dtype, device=self.converter.device)
-        return self.z_signs.to(dtype) @ torch.stack([coeffs[t] for t in self.z_terms])
+        """``v`` with ``<O> = probs @ v`` for a diagonal observable (``[2^n]``); kept per dtype and coefficients
+        when these are plain numbers (a tensor coefficient may carry a gradient: computed every call)."""
+        values = tuple(mp.obs.pauli_rep.values())
+        key = (dtype, values) if all(isinstance(c, int | float | complex | np.number) for c in values) else None
+        vector = self._z_vectors.get(key) if key is not None else None
+        if vector is None:
+            coeffs = self._coefficients(mp, dtype)
+            if self.z_signs is None:
+                vector = torch.zeros(2**self.n, dtype=dtype, device=self.converter.device)
+            else:
+                vector = self.z_signs.to(dtype) @ torch.stack([coeffs[t] for t in self.z_terms])
+            if key is not None:
+                if len(self._z_vectors) >= Z_VECTORS_KEPT:
+                    self._z_vectors.clear()  # coefficients that change call after call: keep no history
+                self._z_vectors[key] = vector
+        return vector
 
     def _expval(self, psi: torch.Tensor, mp: Any, probs: torch.Tensor) -> torch.Tensor:
         if self.rep is None:

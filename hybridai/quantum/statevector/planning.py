@@ -115,7 +115,14 @@ def kron(mats: list[torch.Tensor]) -> torch.Tensor:
     return out
 
 
+def gather_product(factors: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``out[..., i] = prod_j factors[..., index[i, j]]`` for a ``[K, w]`` index (product states and Kronecker
+    products as one gather and one product): ``[..., K]``."""
+    return factors.index_select(-1, index.reshape(-1)).unflatten(-1, index.shape).prod(-1)
+
+
 _ONE_ZERO = torch.tensor([1.0, 0.0])
+_ZERO_STATE = torch.tensor([1.0, 0.0])  # |0>
 
 
 def _factor_index(n: int, wires: tuple[int, ...]) -> np.ndarray:
@@ -196,20 +203,8 @@ class Plan:
         return state if state.dim() == 2 else state.expand(b, -1)
 
     def _init_product(self, steps: list[Step], prefix: list[int], b: int) -> torch.Tensor:
-        if len(prefix) == 1 and steps[prefix[0]].kind == "sq" and steps[prefix[0]].wires == tuple(range(self.n)):
-            # one embedding layer: per group of <= 8 wires gather-and-multiply, then kron the groups
-            columns = steps[prefix[0]].tensor[..., :, :, 0]  # [..., n, 2]
-            state = None
-            for start, bits in self._groups:
-                k = bits.shape[1]
-                group = columns[..., start : start + k, :].reshape(-1, 2 * k)
-                part = group[:, bits].prod(-1)
-                state = (
-                    part
-                    if state is None
-                    else (state.unsqueeze(-1) * part.unsqueeze(-2)).reshape(max(state.shape[0], part.shape[0]), -1)
-                )
-            return state.expand(b, -1) if state.shape[0] == 1 else state
+        if all(steps[i].kind == "sq" for i in prefix):
+            return self._init_columns(steps, prefix, b)
         vectors: dict[int, torch.Tensor] = {}
         for i in prefix:
             step = steps[i]
@@ -236,6 +231,37 @@ class Plan:
         for v in rows[1:]:
             state = (state.unsqueeze(-1) * v.unsqueeze(-2)).reshape(max(state.shape[0], v.shape[0]), -1)
         return state.expand(b, -1) if state.shape[0] == 1 else state
+
+    def _init_columns(self, steps: list[Step], prefix: list[int], b: int) -> torch.Tensor:
+        """The product state of single-qubit layers (embeddings, a first rotation layer): every wire's state as
+        ``[..., n, 2]`` columns, then per group of <= 8 wires one gathered product, and the groups' Kronecker
+        product."""
+        n, columns = self.n, None
+        for i in prefix:
+            step = steps[i]
+            mats, everywhere = step.tensor, step.wires == tuple(range(n))
+            if columns is None and everywhere:
+                columns = mats[..., 0]
+                continue
+            if columns is None:
+                columns = self._zero_columns()
+            if everywhere:
+                columns = (mats @ columns.unsqueeze(-1)).squeeze(-1)
+                continue
+            wires = torch.as_tensor(step.wires, device=mats.device)
+            lead = torch.broadcast_shapes(columns.shape[:-2], mats.shape[:-3])
+            columns = columns.expand(*lead, n, 2)
+            updated = (mats @ columns.index_select(-2, wires).unsqueeze(-1)).squeeze(-1)
+            columns = columns.index_copy(-2, wires, updated.expand(*lead, len(step.wires), 2))
+        columns = (self._zero_columns() if columns is None else columns).reshape(-1, 2 * n)
+        state = None
+        for start, bits in self._groups:
+            part = gather_product(columns[:, 2 * start : 2 * start + 2 * bits.shape[1]], bits)
+            state = part if state is None else (state.unsqueeze(-1) * part.unsqueeze(-2)).flatten(1)
+        return state.expand(b, -1) if state.shape[0] == 1 else state
+
+    def _zero_columns(self) -> torch.Tensor:
+        return _ZERO_STATE.to(self.cdtype).to(self.device).expand(self.n, 2)
 
     # -- evolution -------------------------------------------------------------------------
 
@@ -398,9 +424,16 @@ class Plan:
         h, u = layers
         dim, wires = 2**self.n, keys[run[h]][1]
         head = self._compile(keys, run[:h]) if h else []
-        rest = self._compile(keys, run[h + 1 : h + u])  # the layer's constant gates: any batch of rows
+        constants = run[h + 1 : h + u]  # the layer's constant gates
+        # entry (i, j) of the rows R_l = U_l^T: the product of one entry per wire (identity entries on wires
+        # without a gate); a permutation among the constant gates is folded into the index's columns
+        index = _factor_index(self.n, wires).transpose(1, 0, 2)
+        phases, rest = None, self._compile(keys, constants)
+        if constants and all(keys[i][0] == "mono" for i in constants):
+            perm, _, phases, _ = self._chain(keys, constants)
+            index, rest = (index if perm is None else index[:, perm.cpu().numpy()]), []
+        factors = torch.as_tensor(index.reshape(-1, self.n), device=self.device)
         rotations = run[h::u]
-        factors = torch.as_tensor(_factor_index(self.n, wires), device=self.device)
         covered = len(wires) == self.n
 
         def apply(psi: torch.Tensor, steps: list[Step]) -> torch.Tensor:
@@ -409,14 +442,15 @@ class Plan:
             flat = mats.reshape(count, -1)
             if not covered:  # wires without a gate: identity entries, 1 and 0
                 flat = torch.cat([flat, _ONE_ZERO.to(flat).expand(count, 2)], 1)
-            # every layer's full matrix at once: entry (i, j) is the product of one entry per wire
-            r = flat[:, factors].prod(-1).transpose(1, 2).reshape(count * dim, dim)  # rows: U_l^T
+            r = gather_product(flat, factors).reshape(count * dim, dim)  # rows: every layer's U_l^T (then gates)
+            if phases is not None:
+                r = r * phases
             for f in rest:
                 r = f(r, steps)
-            r = r.reshape(count, dim, dim)  # r[l] = U_l^T: the state's rows go through r[0], then r[1], ...
             for f in head:
                 psi = f(psi, steps)
-            return torch.linalg.multi_dot([psi, *r.unbind(0)])  # the cheapest order of the chain, one call
+            # the state's rows go through r[0], r[1], ...: the cheapest order of the chain, one call
+            return torch.linalg.multi_dot([psi, *r.reshape(count, dim, dim).unbind(0)])
 
         return apply
 
