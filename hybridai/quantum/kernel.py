@@ -48,6 +48,7 @@ from hybridai.quantum.gram import block_rows, check_max_memory, fidelity_block, 
 from hybridai.quantum.kernel_matrices import target_alignment
 from hybridai.quantum.mitigation.folding import inverse
 from hybridai.quantum.module import QuantumModule, check_finite
+from hybridai.quantum.rebinding import Rebinding
 from hybridai.quantum.recording import recording
 from hybridai.quantum.weights import WeightInit, check_weight_shapes, register_weights
 
@@ -139,6 +140,10 @@ class QuantumKernel(QuantumModule):
             default the smaller of 2 GiB and half the free memory); blocks shrink to fit it. The N x M
             result itself is not counted (N * M * 8 bytes in float64).
         progress: show a tqdm bar over blocks; ``None`` (default) shows it when there is more than one block.
+        rebind: reuse the recorded feature map with new inputs and parameters where that provably gives the
+            same circuit, as ``QuantumLayer`` does (``hybridai.quantum.rebinding``: per shape, dtype and device
+            of ``x`` and of every parameter, and shots); ``False`` records ``feature_map`` on every call (for a
+            feature map whose circuit changes with outside state).
         **backend_options: passed to the backend (``seed=...`` for reproducible shots); they override the
             options a device or Qiskit backend object implies.
     """
@@ -161,9 +166,14 @@ class QuantumKernel(QuantumModule):
         block_size: int = 2048,
         gram_memory: int | None = None,
         progress: bool | None = None,
+        rebind: bool = True,
         **backend_options: Any,
     ) -> None:
         super().__init__()
+        if not isinstance(rebind, bool):
+            raise invalid("rebind", rebind, "True or False")
+        self.rebind = rebind
+        self._rebinding = Rebinding()
         feature_map, backend, backend_options, qnode_method = adopt_circuit(
             feature_map, "feature_map", backend, positive_int("n_qubits", n_qubits), backend_options
         )
@@ -220,10 +230,21 @@ class QuantumKernel(QuantumModule):
     # ----------------------------------------------------------------- circuits
 
     def operations(self, x: torch.Tensor) -> list[Any]:
-        """The feature map's PennyLane operations for a batch ``[N, F]`` (broadcast over N)."""
+        """The feature map's PennyLane operations for a batch ``[N, F]`` (broadcast over N): new objects on
+        every call, re-bound from a recording where ``rebind`` allows (see the class docstring)."""
+        return self._operations(x, f"x of shape {tuple(x.shape)}")
+
+    def _operations(self, x: torch.Tensor, shown: str) -> list[Any]:
+        """The operations of ``feature_map(x, **params)`` (``shown`` describes ``x`` in errors)."""
+        weights = self.weight_tensors(x.dtype)
         hint = f"check the feature width and n_qubits={self.n_qubits}"
-        tape = self.record(self.feature_map, "feature_map", (x,), f"x of shape {tuple(x.shape)}", hint)
-        return list(self.check_tape(tape, "feature_map").operations)
+
+        def record() -> tuple[Any, None]:
+            tape = self.record(self.feature_map, "feature_map", (x,), shown, hint, weights)
+            return self.check_tape(tape, "feature_map"), None
+
+        tape, _ = self._rebinding.recorded({"x": x, **weights}, self.shots, record, self.rebind)
+        return list(tape.operations)  # new objects either way: the template keeps copies of its own
 
     def draw(self, x: Any, y: Any = None, **qml_draw_kwargs: Any) -> str:
         """The feature map of one sample ``x`` (``[F]`` or ``[1, F]``) with the current parameters, ending in
@@ -246,9 +267,7 @@ class QuantumKernel(QuantumModule):
         row = self._check(row.reshape(1, -1) if row.ndim == 1 else row, argument)
         if row.shape[0] != 1:
             raise invalid(f"{argument}.shape", tuple(row.shape), "one sample: [F] or [1, F]", ShapeError)
-        hint = f"check the feature width and n_qubits={self.n_qubits}"
-        tape = self.record(self.feature_map, "feature_map", (row[0],), f"{argument} of shape {tuple(row.shape)}", hint)
-        return list(self.check_tape(tape, "feature_map").operations)
+        return self._operations(row[0], f"{argument} of shape {tuple(row.shape)}")
 
     @staticmethod
     def _rows(result: Any, tape: Any, n: int) -> torch.Tensor:

@@ -24,7 +24,6 @@ bf16/fp16; the next classical layer casts them down as autocast does.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -36,7 +35,7 @@ from hybridai.quantum.drawing import draw_tape
 from hybridai.quantum.execution import check_mitigation
 from hybridai.quantum.framework_objects import adopt_circuit, adopt_qnode_diff_method
 from hybridai.quantum.module import QuantumModule, check_finite
-from hybridai.quantum.rebinding import Rebinding, ValueReads, structure_key
+from hybridai.quantum.rebinding import Rebinding
 from hybridai.quantum.weights import WeightInit, check_weight_shapes, register_weights, takes_inputs
 
 MEASUREMENTS = ("ExpectationMP", "VarianceMP", "ProbabilityMP")
@@ -151,39 +150,34 @@ class QuantumLayer(QuantumModule):
         """``(tape, single)``: the tape of ``qfunc`` on ``batch`` (``[B, F]``, one row ``[F]``, or None for a
         circuit without inputs, where ``given`` must be None too), and whether ``qfunc`` returned one
         expectation or variance alone (not in a sequence): outputs without a column axis, as TorchLayer's."""
-        returned: list[Any] = []
-
-        def qfunc(*args: Any, **weights: Any) -> Any:
-            returned.append(self.qfunc(*args, **weights))
-            return returned[-1]
-
         if batch is None:
             self._refuse_inputs(given)
         weights = self.weight_tensors(batch.dtype if batch is not None else None)
         arguments = dict(weights) if batch is None else {"inputs": batch, **weights}
-        key = structure_key(arguments, self.shots) if self.rebind else None
-        bound = self._rebinding.tape(key, arguments) if key is not None else None
-        if bound is not None:
-            return bound
-        reads = ValueReads()
-        with reads if key is not None else contextlib.nullcontext():
+
+        def record() -> tuple[Any, bool]:
+            returned: list[Any] = []
+
+            def qfunc(*args: Any, **weights: Any) -> Any:
+                returned.append(self.qfunc(*args, **weights))
+                return returned[-1]
+
             if batch is None:
                 tape = self.record(qfunc, "qfunc", (), "no inputs", "check weight_shapes", weights)
             else:
                 hint = f"check the input width (n_qubits={self.n_qubits}) and weight_shapes"
                 shown = f"inputs of shape {tuple(batch.shape)}"
                 tape = self.record(qfunc, "qfunc", (batch,), shown, hint, weights)
-        kinds = [type(m).__name__ for m in tape.measurements]
-        if not kinds or any(k not in MEASUREMENTS for k in kinds):
-            raise ConfigError(
-                f"qfunc returned measurements {kinds}; accepted: qml.expval, qml.var or qml.probs "
-                "(one, or a sequence of them)"
-            )
-        single = len(kinds) == 1 and kinds[0] in SCALAR_MEASUREMENTS and not isinstance(returned[-1], list | tuple)
-        self.check_tape(tape, "qfunc")
-        if key is not None:
-            self._rebinding.observe(key, tape, arguments, reads.read, single)
-        return tape, single
+            kinds = [type(m).__name__ for m in tape.measurements]
+            if not kinds or any(k not in MEASUREMENTS for k in kinds):
+                raise ConfigError(
+                    f"qfunc returned measurements {kinds}; accepted: qml.expval, qml.var or qml.probs "
+                    "(one, or a sequence of them)"
+                )
+            single = len(kinds) == 1 and kinds[0] in SCALAR_MEASUREMENTS and not isinstance(returned[-1], list | tuple)
+            return self.check_tape(tape, "qfunc"), single
+
+        return self._rebinding.recorded(arguments, self.shots, record, self.rebind)
 
     def draw(self, x: torch.Tensor | None = None, **qml_draw_kwargs: Any) -> str:
         """The circuit of one input row ``x`` (``[F]`` or ``[1, F]``; none for a circuit without inputs) with

@@ -3,8 +3,9 @@
 Recording a circuit (running the user's ``qfunc`` under PennyLane's queue) costs more than simulating a small
 one. A ``Rebinding`` keeps, per *structure key* (the shape, dtype and device of the inputs and of every
 weight, and the shots), a template of the recorded tape and builds the next tapes from it by putting the new
-tensors in place of the old (shallow copies of the operations: the template is never changed, so threads may
-share it). It re-binds only what it can prove is the same circuit; everything else is recorded every call:
+tensors in place of the old (shallow copies of every operation: the template is never changed and shares no
+operation with a tape, so threads may share it). It re-binds only what it can prove is the same circuit;
+everything else is recorded every call:
 
 * every parameter of every operation is one of the argument tensors itself (``AngleEmbedding(inputs)``,
   ``BasicEntanglerLayers(weights)``): a parameter computed from them (``inputs[:, 0]``, ``2 * weights``) is
@@ -23,8 +24,10 @@ caught: a ``qfunc`` whose circuit changes with outside state after its first two
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -82,8 +85,8 @@ class _Template:
 
         operations = []
         for op, names in zip(self.operations, self.names, strict=True):
+            op = copy.copy(op)  # every one new: no tape shares an operation with the template
             if any(names):
-                op = copy.copy(op)
                 op.data = tuple(d if n is None else arguments[n] for d, n in zip(op.data, names, strict=True))
             operations.append(op)
         return qml.tape.QuantumScript(operations, self.measurements, shots=self.shots)
@@ -99,9 +102,9 @@ def _template(tape: Any, arguments: dict[str, torch.Tensor], extra: Any) -> _Tem
         found = tuple(by_id.get(id(d)) for d in op.data)
         if any(n is None and torch.is_tensor(d) for d, n in zip(op.data, found, strict=True)):
             return None  # a tensor computed from the arguments (or captured): only qfunc recomputes it
+        op.batch_size  # noqa: B018 - computed once here (same shapes: valid for every copy)
+        op = copy.copy(op)  # the template keeps none of the recorded tape's operations
         if any(found):
-            op.batch_size  # noqa: B018 - computed once here (same shapes: valid for every bound copy)
-            op = copy.copy(op)
             op.data = tuple(d if n is None else _PLACEHOLDER for d, n in zip(op.data, found, strict=True))
         operations.append(op)
         names.append(found)
@@ -132,6 +135,29 @@ class Rebinding:
             return None
         template = entry[0]
         return template.bind(arguments), template.extra
+
+    def recorded(
+        self, arguments: dict[str, torch.Tensor], shots: Any, record: Callable[[], tuple[Any, Any]], rebind: bool = True
+    ) -> tuple[Any, Any]:
+        """``(tape, extra)`` for ``arguments`` (every tensor the circuit takes, by name) and ``shots``: bound from
+        the template of their structure key once it has passed its checks, else what ``record()`` returns (it
+        records the circuit with these very tensors), watched for value reads and observed. ``rebind=False``,
+        or a key found not re-bindable: ``record()`` alone."""
+        key = structure_key(arguments, shots) if rebind else None
+        if key is not None:
+            bound = self.tape(key, arguments)
+            if bound is not None:
+                return bound
+            with self._lock:
+                entry = self._seen.get(key)
+            if entry is not None and entry[0] is None:
+                key = None  # recorded every call from now on: nothing left to check
+        reads = ValueReads()
+        with reads if key is not None else contextlib.nullcontext():
+            tape, extra = record()
+        if key is not None:
+            self.observe(key, tape, arguments, reads.read, extra)
+        return tape, extra
 
     def observe(self, key: tuple, tape: Any, arguments: dict[str, torch.Tensor], read: bool, extra: Any) -> None:
         """Record what one recording of ``key`` showed (``read``: qfunc read a value; ``extra``: what else the
