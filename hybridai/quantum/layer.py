@@ -214,13 +214,16 @@ class QuantumLayer(QuantumModule):
         batch = self._check_inputs(inputs)
         tape, single = self._recorded(batch)
         (result,) = self.run([tape])
-        parts = result if isinstance(result, tuple | list) else (result,)
+        parts = [torch.as_tensor(p) for p in (result if isinstance(result, tuple | list) else (result,))]
         size = batch.shape[0]
-        columns = []
-        for part in parts:
-            part = torch.as_tensor(part)
-            columns.append(part.reshape(1, -1).expand(size, -1) if tape.batch_size is None else part.reshape(size, -1))
-        out = torch.cat(columns, dim=1).to(dtype=batch.dtype, device=batch.device)
+        if tape.batch_size is not None and all(p.shape == (size,) for p in parts):
+            out = torch.stack(parts, dim=1)  # one value per sample and measurement (expectations): one op
+        else:
+            columns = [
+                p.reshape(1, -1).expand(size, -1) if tape.batch_size is None else p.reshape(size, -1) for p in parts
+            ]
+            out = torch.cat(columns, dim=1)
+        out = out.to(dtype=batch.dtype, device=batch.device)
         self.n_inputs = batch.shape[1]
         self.n_outputs = out.shape[1]
         out = out[:, 0] if single else out

@@ -31,9 +31,9 @@ def _shape_errors() -> tuple[type[BaseException], ...]:
 def check_finite(argument: str, value: torch.Tensor) -> torch.Tensor:
     """``value`` if every entry is finite, else a ConfigError naming ``argument`` and the first bad entry."""
     if value.is_floating_point() or value.is_complex():
-        bad = ~torch.isfinite(value.detach())
-        if bad.any():
-            index = tuple(int(i) for i in bad.nonzero()[0])
+        finite = torch.isfinite(value.detach())
+        if not finite.all():
+            index = tuple(int(i) for i in (~finite).nonzero()[0])
             where = f" at {list(index)}" if index else ""
             raise invalid(argument, f"a tensor with {value.detach()[index].item()}{where}", "finite values only")
     return value

@@ -106,13 +106,10 @@ class StatevectorBackend(QuantumExecutor):
             dtype=str(self.cdtype).removeprefix("torch."),
         )
 
-    def _device_of(self, tape: Any) -> torch.device:
+    def _device_of(self, tensors: list[torch.Tensor]) -> torch.device:
         if self.torch_device is not None:
             return self.torch_device
-        for p in tape.get_parameters(trainable_only=False):
-            if torch.is_tensor(p):
-                return p.device
-        return torch.device("cpu")
+        return tensors[0].device if tensors else torch.device("cpu")
 
     def _plan(self, key: tuple, make: Any) -> tuple[Plan, list[Measurement]]:
         with self._lock:
@@ -178,16 +175,15 @@ class StatevectorBackend(QuantumExecutor):
     def _execute(self, tape: Any, wires: list, config: ExecutionConfig) -> tuple[Any, int, int]:
         """(results, shots per circuit, circuits run) of one tape."""
         n = len(wires)
-        device = self._device_of(tape)
+        tensors = [p for p in tape.get_parameters(trainable_only=False) if torch.is_tensor(p)]
+        device = self._device_of(tensors)
         b = tape.batch_size or 1
         limit = self.max_memory if self.max_memory is not None else memory_limit(device)
         check_size(n, b, self.cdtype, limit)  # before converting and planning allocate anything of size 2^n
         shots = config.shots or (tape.shots.total_shots if tape.shots else self.shots)
         if tape.shots and tape.shots.has_partitioned_shots:
             raise UnsupportedOperationError(f"shot vectors ({tape.shots}) on the statevector backend; {SUGGESTION}")
-        needs_grad = torch.is_grad_enabled() and any(
-            torch.is_tensor(p) and p.requires_grad for p in tape.get_parameters(trainable_only=False)
-        )
+        needs_grad = torch.is_grad_enabled() and any(p.requires_grad for p in tensors)
         method = self._method(config, needs_grad, shots, n, b, limit)
         generator = None
         if shots:

@@ -17,6 +17,7 @@ set are decomposed with PennyLane's own decomposition.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -84,21 +85,22 @@ ROTATION_BASES = {
     "RY": ((1, 0, 0, 0, 0, 0, 1, 0), (0, 0, -1, 0, 1, 0, 0, 0)),  # I cos - i Y sin
     "RZ": ((1, 0, 0, 0, 0, 0, 1, 0), (0, -1, 0, 0, 0, 0, 0, 1)),  # I cos - i Z sin
 }
-_BASES: dict[tuple, torch.Tensor] = {}
+_BASES: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
 
 def rotation_matrices(theta: torch.Tensor, name: str, cdtype: torch.dtype) -> torch.Tensor:
     """``name`` (a key of ``ROTATION_BASES``) of the real angles ``theta`` (any shape) as ``[*theta.shape, 2, 2]``
-    in ``cdtype``: (cos, sin) of the half angles times one constant ``[2, 8]`` matrix, a handful of torch
-    operations (and autograd nodes) whatever the shape."""
+    in ``cdtype``: (cos, sin) of the half angles, as sin(theta/2 + (pi/2, 0)), times one constant ``[2, 8]``
+    matrix; three arithmetic torch operations (and autograd nodes) whatever the shape."""
     rdtype = torch.float32 if cdtype == torch.complex64 else torch.float64
     key = (name, rdtype, theta.device)
-    basis = _BASES.get(key)
-    if basis is None:
-        basis = _BASES.setdefault(key, torch.tensor(ROTATION_BASES[name], dtype=rdtype, device=theta.device))
-    half = theta.to(rdtype).unsqueeze(-1) * 0.5
-    trig = torch.cat([torch.cos(half), torch.sin(half)], -1)
-    return torch.view_as_complex((trig @ basis).unflatten(-1, (4, 2))).unflatten(-1, (2, 2))
+    constants = _BASES.get(key)
+    if constants is None:
+        basis = torch.tensor(ROTATION_BASES[name], dtype=rdtype, device=theta.device)
+        constants = _BASES.setdefault(key, (torch.tensor([math.pi / 2, 0], dtype=rdtype, device=theta.device), basis))
+    offsets, basis = constants
+    trig = torch.sin(torch.add(offsets, theta.to(rdtype).unsqueeze(-1), alpha=0.5))  # (cos, sin) of theta / 2
+    return torch.view_as_complex((trig @ basis).view(*theta.shape, 4, 2)).view(*theta.shape, 2, 2)
 
 
 def rot(phi: torch.Tensor, theta: torch.Tensor, omega: torch.Tensor, cdtype: torch.dtype) -> torch.Tensor:

@@ -250,9 +250,8 @@ def _z_words(
     """Fill ``results[i]`` for the diagonal measurements ``i``: their Z-vectors against ``distribution`` ``[B, 2^n]``
     (probabilities or sample frequencies) as ONE matrix product."""
     vectors = torch.stack([measurements[i].z_vector(mps[i], distribution.dtype) for i in diagonal], dim=1)
-    columns = distribution @ vectors
-    for c, i in enumerate(diagonal):
-        results[i] = columns[:, c]
+    for i, column in zip(diagonal, (distribution @ vectors).unbind(1), strict=True):
+        results[i] = column
 
 
 JOINT_MAX_QUBITS = 16  # Z-word expectations share one set of samples of the whole register up to this size

@@ -118,7 +118,7 @@ def kron(mats: list[torch.Tensor]) -> torch.Tensor:
 def gather_product(factors: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """``out[..., i] = prod_j factors[..., index[i, j]]`` for a ``[K, w]`` index (product states and Kronecker
     products as one gather and one product): ``[..., K]``."""
-    return factors.index_select(-1, index.reshape(-1)).unflatten(-1, index.shape).prod(-1)
+    return factors.index_select(-1, index.view(-1)).view(*factors.shape[:-1], *index.shape).prod(-1)
 
 
 _ONE_ZERO = torch.tensor([1.0, 0.0])
@@ -246,12 +246,12 @@ class Plan:
             if columns is None:
                 columns = self._zero_columns()
             if everywhere:
-                columns = (mats @ columns.unsqueeze(-1)).squeeze(-1)
+                columns = (mats * columns.unsqueeze(-2)).sum(-1)  # per wire: matrix times column
                 continue
             wires = torch.as_tensor(step.wires, device=mats.device)
             lead = torch.broadcast_shapes(columns.shape[:-2], mats.shape[:-3])
             columns = columns.expand(*lead, n, 2)
-            updated = (mats @ columns.index_select(-2, wires).unsqueeze(-1)).squeeze(-1)
+            updated = (mats * columns.index_select(-2, wires).unsqueeze(-2)).sum(-1)
             columns = columns.index_copy(-2, wires, updated.expand(*lead, len(step.wires), 2))
         columns = (self._zero_columns() if columns is None else columns).reshape(-1, 2 * n)
         state = None
