@@ -27,6 +27,11 @@ from hybridai.quantum.statevector.gates import Step
 # with 3, whose [B 2^(n-3), 8] x [8, 8] complex GEMMs are slow there; complex64 and 8 qubits unchanged
 KRON_CHUNK = int(os.environ.get("HYBRIDAI_KRON_CHUNK", 4))
 
+# wires per gathered product of a product state (then Kronecker products of the groups). 4 by measurement on a
+# 2-core AMD EPYC, 8 qubits, batch 256, complex128: one [B, 256, 8] gather and product, whose backward divides
+# and copies [B, 256, 8] complex tensors, made most of the step (38.7 ms); two groups of 4: 12.1 ms
+PRODUCT_GROUP = 4
+
 StateFn = Callable[[torch.Tensor, list[Step]], torch.Tensor]
 
 
@@ -56,12 +61,12 @@ class _Permute(torch.autograd.Function):
     @staticmethod
     def forward(ctx, psi: torch.Tensor, perm: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(inverse)
-        return psi.index_select(1, perm)
+        return psi.gather(1, perm.expand(psi.shape))  # on CPU 2.5x faster than index_select on dim 1
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         (inverse,) = ctx.saved_tensors
-        return grad.index_select(1, inverse), None, None
+        return grad.gather(1, inverse.expand(grad.shape)), None, None
 
 
 class _PermuteRows(torch.autograd.Function):
@@ -159,10 +164,10 @@ class Plan:
 
     def __init__(self, keys: list[tuple], n: int, fuse: bool, device: torch.device, cdtype: torch.dtype) -> None:
         self.n, self.device, self.cdtype = n, device, cdtype
-        # product states: wires in groups of <= 8; per group, the flat (wire, bit) index of every
+        # product states: wires in groups of <= PRODUCT_GROUP; per group, the flat (wire, bit) index of every
         # basis state's factor, [2^k, k]
         self._groups = []
-        size = math.ceil(n / math.ceil(n / 8)) if n else 1
+        size = math.ceil(n / math.ceil(n / PRODUCT_GROUP)) if n else 1
         for start in range(0, n, size):
             k = min(size, n - start)
             index, wires = np.arange(2**k)[:, None], np.arange(k)[None, :]
