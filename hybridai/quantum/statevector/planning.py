@@ -1,8 +1,9 @@
 """hybridai's batched torch statevector executor (planning, state evolution).
 
 A tape becomes steps (``gates.py``); the *structure* of the steps (kinds, wires, which
-are broadcast) is planned once and cached: leading single-qubit steps build a product
-state directly by Kronecker products; runs of constant gates (X, CNOT, SWAP, CZ, S, ...)
+are broadcast) is planned once and cached: leading single-qubit steps (embeddings, a first
+rotation layer) become per-wire columns, and the product state one gathered product per
+group of <= 4 wires; runs of constant gates (X, CNOT, SWAP, CZ, S, ...)
 and diagonal gates (RZ, CRZ, IsingZZ, ...) merge into ONE permutation and ONE phase
 vector; a run of steps that does not depend on the batch (the trainable ansatz) becomes
 one unitary applied to the whole batch as a matrix product when 2^n is small against the
