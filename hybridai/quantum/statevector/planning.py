@@ -131,21 +131,19 @@ _ONE_ZERO = torch.tensor([1.0, 0.0])
 _ZERO_STATE = torch.tensor([1.0, 0.0])  # |0>
 
 
-def _factor_index(n: int, wires: tuple[int, ...]) -> np.ndarray:
-    """``[2^n, 2^n, n]`` indices into a layer's flattened ``[k, 2, 2]`` matrices followed by the constants
-    (1, 0): per basis pair (i, j) and wire, the entry ``M_w[bit_w(i), bit_w(j)]`` of the wire's matrix, or
-    the identity's entry (1 where the bits agree, 0 where not) on a wire without a gate."""
-    index = np.arange(2**n)
-    k = len(wires)
-    position = {w: j for j, w in enumerate(wires)}
-    out = np.empty((2**n, 2**n, n), dtype=np.int64)
-    for w in range(n):
-        row = (index[:, None] >> (n - 1 - w)) & 1
-        col = (index[None, :] >> (n - 1 - w)) & 1
-        if w in position:
-            out[:, :, w] = 4 * position[w] + 2 * row + col
-        else:
-            out[:, :, w] = 4 * k + (row != col)
+def _factor_index(matrices: list[int | None], constants: int, width: int | None = None) -> np.ndarray:
+    """``[2^c, 2^c, width]`` indices into flattened ``[k, 2, 2]`` matrices followed by the constants (1, 0) at
+    ``constants`` (= 4k), for the Kronecker product of the c = len(matrices) wires, wire 0 most significant: per
+    basis pair (i, j) and wire u, the entry ``M[bit_u(i), bit_u(j)]`` of matrix ``matrices[u]``, or the
+    identity's entry (1 where the bits agree, 0 where not) where it is None; extra columns up to ``width`` hold
+    the constant 1."""
+    c = len(matrices)
+    index = np.arange(2**c)
+    out = np.full((2**c, 2**c, width or c), constants, dtype=np.int64)
+    for u, j in enumerate(matrices):
+        row = (index[:, None] >> (c - 1 - u)) & 1
+        col = (index[None, :] >> (c - 1 - u)) & 1
+        out[:, :, u] = 4 * j + 2 * row + col if j is not None else constants + (row != col)
     return out
 
 
@@ -327,19 +325,22 @@ class Plan:
         n = self.n
         position = {w: j for j, w in enumerate(wires)}
         sizes = [KRON_CHUNK] * (n // KRON_CHUNK) + ([n % KRON_CHUNK] if n % KRON_CHUNK else [])
-        chunks, start = [], 0
+        # every chunk's Kronecker product from ONE gathered product of the layer's entries (and 1, 0)
+        chunks, parts, start = [], [], 0
         for size in sizes:
-            chunks.append([position.get(a) for a in range(start, start + size)])
+            parts.append(_factor_index([position.get(a) for a in range(start, start + size)], 4 * len(wires), sizes[0]))
+            chunks.append((sum(4**s for s in sizes[: len(chunks)]), 2**size))
             start += size
+        index = torch.as_tensor(np.concatenate([p.reshape(-1, sizes[0]) for p in parts]), device=self.device)
 
         def apply(psi: torch.Tensor, steps: list[Step]) -> torch.Tensor:
             mats = steps[i].tensor
-            eye = torch.eye(2, dtype=mats.dtype, device=mats.device)
+            entries = gather_product(torch.cat([mats.reshape(-1), _ONE_ZERO.to(mats)]), index)
             b = psi.shape[0]
             x = psi.T if before is None else _PermuteRows.apply(psi, *before)
-            for chunk in chunks:
-                m = kron([eye if j is None else mats[j] for j in chunk])
-                x = x.reshape(m.shape[0], -1).T @ m.T
+            for offset, dim in chunks:
+                m = entries[offset : offset + dim * dim].view(dim, dim)
+                x = x.reshape(dim, -1).T @ m.T
             return x.reshape(b, -1)
 
         return apply
@@ -433,7 +434,8 @@ class Plan:
         constants = run[h + 1 : h + u]  # the layer's constant gates
         # entry (i, j) of the rows R_l = U_l^T: the product of one entry per wire (identity entries on wires
         # without a gate); a permutation among the constant gates is folded into the index's columns
-        index = _factor_index(self.n, wires).transpose(1, 0, 2)
+        position = {w: j for j, w in enumerate(wires)}
+        index = _factor_index([position.get(w) for w in range(self.n)], 4 * len(wires)).transpose(1, 0, 2)
         phases, rest = None, self._compile(keys, constants)
         if constants and all(keys[i][0] == "mono" for i in constants):
             perm, _, phases, _ = self._chain(keys, constants)
