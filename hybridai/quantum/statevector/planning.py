@@ -127,8 +127,7 @@ def gather_product(factors: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return factors.index_select(-1, index.view(-1)).view(*factors.shape[:-1], *index.shape).prod(-1)
 
 
-_ONE_ZERO = torch.tensor([1.0, 0.0])
-_ZERO_STATE = torch.tensor([1.0, 0.0])  # |0>
+_ONE_ZERO = torch.tensor([1.0, 0.0])  # identity entries on and off the diagonal; the amplitudes of |0>
 
 
 def _factor_index(matrices: list[int | None], constants: int, width: int | None = None) -> np.ndarray:
@@ -238,8 +237,8 @@ class Plan:
 
     def _init_columns(self, steps: list[Step], prefix: list[int], b: int) -> torch.Tensor:
         """The product state of single-qubit layers (embeddings, a first rotation layer): every wire's state as
-        ``[..., n, 2]`` columns, then per group of <= 8 wires one gathered product, and the groups' Kronecker
-        product."""
+        ``[..., n, 2]`` columns, then per group of <= ``PRODUCT_GROUP`` wires one gathered product, and the groups'
+        Kronecker product."""
         n, columns = self.n, None
         for i in prefix:
             step = steps[i]
@@ -265,7 +264,7 @@ class Plan:
         return state.expand(b, -1) if state.shape[0] == 1 else state
 
     def _zero_columns(self) -> torch.Tensor:
-        return _ZERO_STATE.to(self.cdtype).to(self.device).expand(self.n, 2)
+        return _ONE_ZERO.to(self.cdtype).to(self.device).expand(self.n, 2)  # every wire in |0>
 
     # -- evolution -------------------------------------------------------------------------
 
@@ -436,10 +435,11 @@ class Plan:
         # without a gate); a permutation among the constant gates is folded into the index's columns
         position = {w: j for j, w in enumerate(wires)}
         index = _factor_index([position.get(w) for w in range(self.n)], 4 * len(wires)).transpose(1, 0, 2)
-        phases, rest = None, self._compile(keys, constants)
         if constants and all(keys[i][0] == "mono" for i in constants):
             perm, _, phases, _ = self._chain(keys, constants)
             index, rest = (index if perm is None else index[:, perm.cpu().numpy()]), []
+        else:
+            phases, rest = None, self._compile(keys, constants)
         factors = torch.as_tensor(index.reshape(-1, self.n), device=self.device)
         rotations = run[h::u]
         covered = len(wires) == self.n
