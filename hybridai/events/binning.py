@@ -133,7 +133,7 @@ class ToTimeSteps:
             raise invalid("duration_us", duration_us, f"at least num_steps={num_steps} microseconds (one per step)")
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise invalid("dtype", dtype, "a floating torch.dtype such as torch.float32")
-        itemsize = torch.empty((), dtype=dtype).element_size()
+        itemsize = dtype.itemsize
         check_frame_memory("num_steps", num_steps, num_steps, self.sensor_size, None, per_cell=itemsize)
         self.num_steps, self.duration_us, self.flatten, self.dtype = num_steps, duration_us, flatten, dtype
 

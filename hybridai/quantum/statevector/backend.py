@@ -196,7 +196,7 @@ class StatevectorBackend(QuantumExecutor):
         plan, measurements, steps = self._prepared(tape.operations, tape.measurements, wires, device, b)
         mps = tape.measurements
         if method == "best":  # backprop, unless its stored states (one per planned step) would exceed the limit
-            itemsize = torch.empty((), dtype=self.cdtype).element_size()
+            itemsize = self.cdtype.itemsize
             kept = itemsize * 2**n * b * (len(plan.funcs) + MIN_STATES) + plan.fused_runs * itemsize * 4**n * 8
             method = "adjoint" if kept > limit else "backprop"
         if method == "adjoint":

@@ -262,11 +262,10 @@ class Converter:
         if rotation not in ROTATION_BASES:
             return False
         mats = rotation_matrices(self.real(op.parameters[0]), rotation, self.cdtype)  # [..., L, k, 2, 2]
-        ring = _ring(len(wires), (1,) * mats.shape[-4])
+        ring = _ring_steps(wires)
         for layer in range(mats.shape[-4]):
             steps.append(Step("sq", wires, None, batched, layer=(mats, layer)))
-            for a, b in ring[layer]:
-                steps.append(Step("mono", (wires[a], wires[b]), None, False, _CNOT))
+            steps.extend(ring)
         return True
 
     def _template_StronglyEntanglingLayers(self, op: Any, wires, batched, steps) -> bool:
@@ -277,14 +276,17 @@ class Converter:
             return False
         for layer in range(mats.shape[-4]):
             steps.append(Step("sq", wires, None, batched, layer=(mats, layer)))
-            for kind, pos, data, const in entanglers[layer]:
-                steps.append(Step(kind, pos, None if data is None else self.tensor(data), False, const))
+            for gate in entanglers[layer]:  # a shared constant Step, or (wires, matrix, const) of a dense gate
+                steps.append(
+                    gate if isinstance(gate, Step) else Step("dense", gate[0], self.tensor(gate[1]), False, gate[2])
+                )
         return True
 
 
 @functools.lru_cache(maxsize=1024)
 def _sel_entanglers(wires: tuple[int, ...], ranges: tuple[int, ...], imprimitive: Any) -> list | None:
-    """Per layer, the (kind, wires, matrix, const) of StronglyEntanglingLayers' two-qubit gates."""
+    """Per layer, StronglyEntanglingLayers' two-qubit gates: a permutation gate as a ``Step`` shared by every
+    call (it holds no per-call data), a dense one as (wires, matrix, const)."""
     if len(wires) == 1:
         return [[] for _ in ranges]
     gate = imprimitive(wires=[0, 1])
@@ -295,20 +297,19 @@ def _sel_entanglers(wires: tuple[int, ...], ranges: tuple[int, ...], imprimitive
     for r in ranges:
         pairs = [(wires[i], wires[(i + r) % len(wires)]) for i in range(len(wires))]
         if kind == "mono":
-            layers.append([("mono", pair, None, data) for pair in pairs])
+            layers.append([Step("mono", pair, None, False, data) for pair in pairs])
         else:
-            layers.append([("dense", pair, data, ("const", gate.name, 2)) for pair in pairs])
+            layers.append([(pair, data, ("const", gate.name, 2)) for pair in pairs])
     return layers
 
 
 _CNOT = ((0, 1, 3, 2), (1 + 0j, 1 + 0j, 1 + 0j, 1 + 0j))
 
 
-@functools.lru_cache(maxsize=256)
-def _ring(k: int, ranges: tuple[int, ...]) -> list[list[tuple[int, int]]]:
-    """CNOT pairs of BasicEntanglerLayers: none for 1 wire, one for 2, a ring for more."""
-    if k == 1:
-        return [[] for _ in ranges]
-    if k == 2:
-        return [[(0, 1)] for _ in ranges]
-    return [[(i, (i + 1) % k) for i in range(k)] for _ in ranges]
+@functools.lru_cache(maxsize=1024)
+def _ring_steps(wires: tuple[int, ...]) -> tuple[Step, ...]:
+    """One layer's CNOTs of BasicEntanglerLayers (none for 1 wire, one for 2, a ring for more) as Steps shared by
+    every call (they hold no per-call data)."""
+    k = len(wires)
+    pairs = [] if k == 1 else [(0, 1)] if k == 2 else [(i, (i + 1) % k) for i in range(k)]
+    return tuple(Step("mono", (wires[a], wires[b]), None, False, _CNOT) for a, b in pairs)

@@ -477,7 +477,7 @@ def check_size(n: int, b: int, cdtype: torch.dtype, limit: int, states: int = MI
     statevectors (and ``fused_runs`` fused 2^n x 2^n unitaries) above ``limit`` bytes. Called with the
     lower bound before converting and planning (which allocate 2^n index arrays), and again with the
     plan's own count."""
-    itemsize = torch.empty((), dtype=cdtype).element_size()
+    itemsize = cdtype.itemsize
     estimate = itemsize * (2**n) * b * states + fused_runs * itemsize * 4**n * 8
     if estimate > limit:
         raise ResourceLimitError(
