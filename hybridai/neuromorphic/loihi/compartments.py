@@ -138,6 +138,11 @@ def wrap(x: torch.Tensor, bits: int) -> torch.Tensor:
     return ((x + half) & (2 * half - 1)) - half
 
 
+def int32(x: torch.Tensor) -> torch.Tensor:
+    """``x`` wrapped to a signed 32-bit integer, as numpy int32 arithmetic wraps in Lava's models."""
+    return wrap(x, 31)
+
+
 class Compartments:
     """A group of N compartments with fixed registers, stepped over a batch ``[B, N]``.
 

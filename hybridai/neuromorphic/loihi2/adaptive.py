@@ -3,15 +3,16 @@
 Semantics from lava-nc/lava ``src/lava/proc/atrlif/process.py`` (``ATRLIF``: the intended equations) and
 ``src/lava/proc/atrlif/models.py`` (``PyATRLIFModelFixed``, what the fixed-point model computes; commit b6822fb),
 read and rewritten here. Decays are integers ``d`` in units of 2^-12 (Lava's fraction ``delta`` times 4096);
-``keep(x, k) = trunc(x k / 2^12)`` (rounds toward zero). States start at ``i = v = r = 0``,
-``theta = theta_0 << 6``. Per neuron and step ``t``, on integer input ``a_in[t]``:
+``decay(x, d, offset) = trunc(x (2^12 - offset - d) / 2^12)`` (``loihi.compartments.decay``, rounding
+toward zero). States start at ``i = v = r = 0``, ``theta = theta_0 << 6``. Per neuron and step ``t``, on
+integer input ``a_in[t]``:
 
-1. current: ``i = fold24(int32(keep(i, 4096 - d_i - 1) + (a_in[t] << 6)))``, where ``fold24`` subtracts 2^24
+1. current: ``i = fold24(int32(decay(i, d_i, 1) + (a_in[t] << 6)))``, where ``fold24`` subtracts 2^24
    once above 2^23 and adds 2^24 once at or below -2^23 (so +2^23 survives and -2^23 becomes +2^23);
-2. voltage: ``v = clip(int32(keep(v, 4096 - d_v) + i + bias), -(2^23 - 1), 2^23 - 1)`` with
+2. voltage: ``v = clip(int32(decay(v, d_v, 0) + i + bias), -(2^23 - 1), 2^23 - 1)`` with
    ``bias = int32(bias_mant << bias_exp)`` (an arithmetic right shift, floor, for a negative ``bias_exp``);
-3. threshold: ``theta = int32(keep(int32(theta - (theta_0 << 6)), 4096 - d_theta) + (theta_0 << 6))``;
-4. refractory state: ``r = keep(r, 4096 - d_r)``;
+3. threshold: ``theta = int32(decay(int32(theta - (theta_0 << 6)), d_theta, 0) + (theta_0 << 6))``;
+4. refractory state: ``r = decay(r, d_r, 0)``;
 5. spike where ``int32(v - r) >= theta``; there (in this order) ``r = int32(r + 2 theta)``,
    ``theta = int32(theta + (theta_step << 6))``. v is never reset: r, subtracted from v, does that.
 
@@ -40,7 +41,7 @@ from typing import Any, NamedTuple
 import torch
 
 from hybridai.core.errors import bounded_int, invalid
-from hybridai.neuromorphic.loihi.compartments import check_integer, wrap
+from hybridai.neuromorphic.loihi.compartments import check_integer, decay, int32
 from hybridai.neuromorphic.loihi2.registers import integer_register, per_neuron
 
 ONE = 2**12  # decays are fractions of 2^12
@@ -49,15 +50,6 @@ V_LIMIT = 2**23 - 1
 # theta_0 << 6 and theta_step << 6 must fit Lava's np.int32
 LIMITS = {"delta_i": ONE - 1, "delta_v": ONE, "delta_theta": ONE, "delta_r": ONE}
 LIMITS |= {"theta_0": 2**25 - 1, "theta_step": 2**25 - 1}
-
-
-def _int32(x: torch.Tensor) -> torch.Tensor:
-    return wrap(x, 31)
-
-
-def keep(x: torch.Tensor, factor: int) -> torch.Tensor:
-    """``x factor / 2^12`` rounded toward zero (Lava's ``sign(x) (|x factor| >> 12)``)."""
-    return torch.div(x * factor, ONE, rounding_mode="trunc")
 
 
 def fold24(x: torch.Tensor) -> torch.Tensor:
@@ -112,21 +104,19 @@ def run_adaptive_lif(config: AdaptiveLIFConfig, a_in: Any) -> AdaptiveLIFRun:
     device = a_in.device
     mant, exp = (per_neuron(name, getattr(config, name), n, device) for name in ("bias_mant", "bias_exp"))
     shifted = torch.where(exp >= 0, mant << exp.clamp(min=0), mant >> (-exp).clamp(min=0))
-    bias = _int32(shifted)
+    bias = int32(shifted)
     theta_0, theta_step = config.theta_0 << 6, config.theta_step << 6
-    keep_i, keep_v = ONE - config.delta_i - 1, ONE - config.delta_v
-    keep_theta, keep_r = ONE - config.delta_theta, ONE - config.delta_r
     i = torch.zeros(batch, n, dtype=torch.int64, device=device)
     v, r = torch.zeros_like(i), torch.zeros_like(i)
     theta = torch.full_like(i, theta_0)
     out = torch.empty(5, steps, batch, n, dtype=torch.int64, device=device)
     for t in range(steps):
-        i = fold24(_int32(keep(i, keep_i) + (a_in[t] << 6)))
-        v = (_int32(keep(v, keep_v) + i + bias)).clamp(-V_LIMIT, V_LIMIT)
-        theta = _int32(keep(_int32(theta - theta_0), keep_theta) + theta_0)
-        r = keep(r, keep_r)
-        fire = _int32(v - r) >= theta
-        r = torch.where(fire, _int32(r + 2 * theta), r)
-        theta = torch.where(fire, _int32(theta + theta_step), theta)
+        i = fold24(int32(decay(i, config.delta_i, 1) + (a_in[t] << 6)))
+        v = (int32(decay(v, config.delta_v, 0) + i + bias)).clamp(-V_LIMIT, V_LIMIT)
+        theta = int32(decay(int32(theta - theta_0), config.delta_theta, 0) + theta_0)
+        r = decay(r, config.delta_r, 0)
+        fire = int32(v - r) >= theta
+        r = torch.where(fire, int32(r + 2 * theta), r)
+        theta = torch.where(fire, int32(theta + theta_step), theta)
         out[0, t], out[1, t], out[2, t], out[3, t], out[4, t] = i, v, theta, r, fire.to(torch.int64)
     return AdaptiveLIFRun(*out)

@@ -23,19 +23,15 @@ from typing import Any, NamedTuple
 import torch
 
 from hybridai.core.errors import ShapeError, invalid
-from hybridai.neuromorphic.loihi.compartments import check_integer, wrap
+from hybridai.neuromorphic.loihi.compartments import check_integer, int32
 from hybridai.neuromorphic.loihi2.registers import integer_register, per_neuron
 
 ONE = 2**15  # lct and lst are fractions of 2^15
 
 
-def _int32(x: torch.Tensor) -> torch.Tensor:
-    return wrap(x, 31)
-
-
 def part(x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     """``x r // 2^15`` with the int32 product wrapped (numpy int32 arithmetic) and floor division."""
-    return torch.div(_int32(x * r), ONE, rounding_mode="floor")
+    return torch.div(int32(x * r), ONE, rounding_mode="floor")
 
 
 @dataclass(frozen=True)
@@ -100,8 +96,8 @@ def run_resonate_and_fire(config: ResonateFireConfig, u_in: Any, v_in: Any = Non
     v = torch.zeros_like(u)
     out = torch.empty(3, steps, batch, n, dtype=torch.int64, device=device)
     for t in range(steps):
-        new_u = _int32(part(u, lct) - part(v, lst) + u_in[t])
-        new_v = _int32(part(v, lct) + part(u, lst) + v_in[t])
+        new_u = int32(part(u, lct) - part(v, lst) + u_in[t])
+        new_v = int32(part(v, lct) + part(u, lst) + v_in[t])
         fire = (new_u > config.uth) & (new_v >= 0) & (v < 0)
         out[0, t], out[1, t], out[2, t] = new_u, new_v, torch.where(fire, new_u, torch.zeros_like(new_u))
         u, v = new_u, new_v
