@@ -162,6 +162,7 @@ class Plan:
 
     def __init__(self, keys: list[tuple], n: int, fuse: bool, device: torch.device, cdtype: torch.dtype) -> None:
         self.n, self.device, self.cdtype = n, device, cdtype
+        self._wires = tuple(range(n))
         # product states: wires in groups of <= PRODUCT_GROUP; per group, the flat (wire, bit) index of every
         # basis state's factor, [2^k, k]
         self._groups = []
@@ -242,7 +243,7 @@ class Plan:
         n, columns = self.n, None
         for i in prefix:
             step = steps[i]
-            mats, everywhere = step.tensor, step.wires == tuple(range(n))
+            mats, everywhere = step.tensor, step.wires == self._wires
             if columns is None and everywhere:
                 columns = mats[..., 0]
                 continue
@@ -325,10 +326,10 @@ class Plan:
         position = {w: j for j, w in enumerate(wires)}
         sizes = [KRON_CHUNK] * (n // KRON_CHUNK) + ([n % KRON_CHUNK] if n % KRON_CHUNK else [])
         # every chunk's Kronecker product from ONE gathered product of the layer's entries (and 1, 0)
-        chunks, parts, start = [], [], 0
+        chunks, parts, start = [], [], 0  # chunks: (offset of its 4^c entries, 2^c)
         for size in sizes:
             parts.append(_factor_index([position.get(a) for a in range(start, start + size)], 4 * len(wires), sizes[0]))
-            chunks.append((sum(4**s for s in sizes[: len(chunks)]), 2**size))
+            chunks.append((sum(4**c for c in sizes[: len(chunks)]), 2**size))
             start += size
         index = torch.as_tensor(np.concatenate([p.reshape(-1, sizes[0]) for p in parts]), device=self.device)
 
