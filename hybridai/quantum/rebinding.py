@@ -127,15 +127,6 @@ class Rebinding:
     def __reduce__(self) -> tuple:
         return (Rebinding, ())  # a copy (deepcopy, torch.save of the module) starts empty: templates are a cache
 
-    def tape(self, key: tuple, arguments: dict[str, torch.Tensor]) -> tuple[Any, Any] | None:
-        """(tape, extra) built from the template of ``key`` once it has passed its checks, else None."""
-        with self._lock:
-            entry = self._seen.get(key)
-        if entry is None or entry[0] is None or entry[1] < CHECKS:
-            return None
-        template = entry[0]
-        return template.bind(arguments), template.extra
-
     def recorded(
         self, arguments: dict[str, torch.Tensor], shots: Any, record: Callable[[], tuple[Any, Any]], rebind: bool = True
     ) -> tuple[Any, Any]:
@@ -145,13 +136,12 @@ class Rebinding:
         or a key found not re-bindable: ``record()`` alone."""
         key = structure_key(arguments, shots) if rebind else None
         if key is not None:
-            bound = self.tape(key, arguments)
-            if bound is not None:
-                return bound
             with self._lock:
-                entry = self._seen.get(key)
-            if entry is not None and entry[0] is None:
+                template, checked = self._seen.get(key, (False, 0))  # False: never recorded
+            if template is None:
                 key = None  # recorded every call from now on: nothing left to check
+            elif template and checked >= CHECKS:
+                return template.bind(arguments), template.extra
         reads = ValueReads()
         with reads if key is not None else contextlib.nullcontext():
             tape, extra = record()
