@@ -170,10 +170,7 @@ class QuantumKernel(QuantumModule):
         **backend_options: Any,
     ) -> None:
         super().__init__()
-        if not isinstance(rebind, bool):
-            raise invalid("rebind", rebind, "True or False")
-        self.rebind = rebind
-        self._rebinding = Rebinding()
+        self._rebinding = Rebinding(rebind)
         feature_map, backend, backend_options, qnode_method = adopt_circuit(
             feature_map, "feature_map", backend, positive_int("n_qubits", n_qubits), backend_options
         )
@@ -243,7 +240,7 @@ class QuantumKernel(QuantumModule):
             tape = self.record(self.feature_map, "feature_map", (x,), shown, hint, weights)
             return self.check_tape(tape, "feature_map"), None
 
-        tape, _ = self._rebinding.recorded({"x": x, **weights}, self.shots, record, self.rebind)
+        tape, _ = self._rebinding.recorded({"x": x, **weights}, self.shots, record)
         return list(tape.operations)  # new objects either way: the template keeps copies of its own
 
     def draw(self, x: Any, y: Any = None, **qml_draw_kwargs: Any) -> str:

@@ -92,10 +92,7 @@ class QuantumLayer(QuantumModule):
     ) -> None:
         super().__init__()
         self.n_qubits = positive_int("n_qubits", n_qubits)
-        if not isinstance(rebind, bool):
-            raise invalid("rebind", rebind, "True or False")
-        self.rebind = rebind
-        self._rebinding = Rebinding()
+        self._rebinding = Rebinding(rebind)
         qfunc, backend, backend_options, qnode_method = adopt_circuit(
             qfunc, "qfunc", backend, self.n_qubits, backend_options
         )
@@ -177,7 +174,7 @@ class QuantumLayer(QuantumModule):
             single = len(kinds) == 1 and kinds[0] in SCALAR_MEASUREMENTS and not isinstance(returned[-1], list | tuple)
             return self.check_tape(tape, "qfunc"), single
 
-        return self._rebinding.recorded(arguments, self.shots, record, self.rebind)
+        return self._rebinding.recorded(arguments, self.shots, record)
 
     def draw(self, x: torch.Tensor | None = None, **qml_draw_kwargs: Any) -> str:
         """The circuit of one input row ``x`` (``[F]`` or ``[1, F]``; none for a circuit without inputs) with

@@ -33,6 +33,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from hybridai.core.errors import invalid
+
 CHECKS = 2  # recordings compared before a key is re-bound
 _VALUE_READS = frozenset(
     getattr(torch.Tensor, name)
@@ -120,21 +122,24 @@ class Rebinding:
     """Per layer: the templates by structure key, shared by every thread that calls the layer (read and
     written under a lock; a template is never changed once stored)."""
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = True) -> None:
+        if not isinstance(enabled, bool):
+            raise invalid("rebind", enabled, "True or False")
+        self.enabled = enabled  # False: record on every call
         self._lock = threading.Lock()
         self._seen: dict[tuple, list] = {}  # key -> [template or None (never), recordings compared]
 
     def __reduce__(self) -> tuple:
-        return (Rebinding, ())  # a copy (deepcopy, torch.save of the module) starts empty: templates are a cache
+        return (Rebinding, (self.enabled,))  # a copy (deepcopy, torch.save) starts empty: templates are a cache
 
     def recorded(
-        self, arguments: dict[str, torch.Tensor], shots: Any, record: Callable[[], tuple[Any, Any]], rebind: bool = True
+        self, arguments: dict[str, torch.Tensor], shots: Any, record: Callable[[], tuple[Any, Any]]
     ) -> tuple[Any, Any]:
         """``(tape, extra)`` for ``arguments`` (every tensor the circuit takes, by name) and ``shots``: bound from
         the template of their structure key once it has passed its checks, else what ``record()`` returns (it
-        records the circuit with these very tensors), watched for value reads and observed. ``rebind=False``,
-        or a key found not re-bindable: ``record()`` alone."""
-        key = structure_key(arguments, shots) if rebind else None
+        records the circuit with these very tensors), watched for value reads and observed. Not ``enabled``, or a
+        key found not re-bindable: ``record()`` alone."""
+        key = structure_key(arguments, shots) if self.enabled else None
         if key is not None:
             with self._lock:
                 template, checked = self._seen.get(key, (False, 0))  # False: never recorded
