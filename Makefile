@@ -17,9 +17,13 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/hybridai demo
 
-# lint (ruff check + format), the import contract, the docs (strict), then the test suite
+# lint (ruff check + format), the import contract, the docs (strict), then the test suite; then the tests marked
+# `numerics` again on two other CPU code paths (torch's scalar kernels; AVX2 with MKL's compatible branch), one
+# process each, so that no result holds only on this CPU's rounding
 test: $(STAMP) lint imports docs-check
 	$(PY) -m pytest -q
+	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q -m numerics
+	ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE $(PY) -m pytest -q -m numerics
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check hybridai tests benchmarks examples

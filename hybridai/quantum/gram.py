@@ -68,10 +68,12 @@ def fidelity_features(states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
 
 
 def fidelity_block(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
-    """``|<a|b>|^2`` of left rows ``[R, 2D]`` against right ``[2M, 2D]`` (``fidelity_features``): ``[R, M]``."""
+    """``|<a|b>|^2`` of left rows ``[R, 2D]`` against right ``[2M, 2D]`` (``fidelity_features``): ``[R, M]``,
+    clipped at 1: a fidelity is a probability, and rounding (which differs between CPU code paths) can put
+    the overlap of a state with itself at 1 + 4e-16."""
     product = left @ right.T  # [R, 2M]: Re then Im
     m = right.shape[0] // 2
-    return product[:, :m].square() + product[:, m:].square()
+    return (product[:, :m].square() + product[:, m:].square()).clamp(max=1.0)
 
 
 def projected_block(left: torch.Tensor, right: torch.Tensor, gamma: float) -> torch.Tensor:

@@ -4,7 +4,9 @@
 |0...0> (measurements it returns are ignored), or a QNode of one (its function is used, and its device
 unless ``backend=`` is given). ``kernel.draw(x)`` draws the feature map of one sample. Two kernels:
 
-- ``kind="fidelity"``: k(x, y) = |<phi(x)|phi(y)>|^2.
+- ``kind="fidelity"``: k(x, y) = |<phi(x)|phi(y)>|^2, clipped into [0, 1] (a probability: rounding, which
+  differs between CPU code paths, can give 1 + 4e-16, and shot noise or zero-noise extrapolation can leave
+  the interval; the clip passes gradients inside it).
 - ``kind="projected"``: k(x, y) = exp(-gamma * sum_q ||rho_q(x) - rho_q(y)||_F^2), with rho_q the
   one-qubit reduced density matrix of qubit q (Huang et al., Nat. Commun. 12, 2631 (2021)).
 
@@ -436,6 +438,7 @@ class QuantumKernel(QuantumModule):
                 size = min(self.block_size, rows.numel() - start)
                 values.append(self._rows(result, tape, size)[:, 0])
         flat = torch.cat(values).to(dtype=X.dtype, device=X.device) if values else X.new_zeros(0)
+        flat = flat.clamp(0.0, 1.0)  # a probability: rounding, shot noise and extrapolation never leave [0, 1]
         if Y is not None:
             return flat.reshape(n, m)
         K = torch.eye(n, dtype=X.dtype, device=X.device)  # <phi(x)|phi(x)> = 1 for a pure state

@@ -126,3 +126,19 @@ def test_equals_qiskit_machine_learning_on_the_same_circuit():
     want = torch.as_tensor(kernels.FidelityStatevectorKernel(feature_map=qc).evaluate(X.numpy()))
     with torch.no_grad():
         torch.testing.assert_close(kernel(block_size=5).matrix(X), want, rtol=0, atol=1e-10)
+
+
+def test_fidelities_are_clipped_into_the_unit_interval_whatever_the_rounding():
+    # a state whose norm rounds to 1 + 4e-16, as an AVX-512 reduction gave on an Intel Xeon: its overlap with
+    # itself must stay a probability (the shot kernel takes sqrt(k (1 - k)) of it)
+    state = torch.tensor([[1 + 2e-16, 0.0], [0.6, 0.8]], dtype=torch.complex128)
+    left, right = gram.fidelity_features(state)
+    block = gram.fidelity_block(left, right)
+    assert block.max() == 1.0 and block.min() >= 0
+    assert (block * (1 - block)).sqrt().isfinite().all()
+    angle = torch.tensor(0.3, dtype=torch.float64, requires_grad=True)  # inside [0, 1] values and gradients pass
+    states = torch.stack([torch.tensor([1.0, 0.0], dtype=torch.float64), torch.stack([angle.cos(), angle.sin()])])
+    k = gram.fidelity_block(*gram.fidelity_features(states.to(torch.complex128)))[0, 1]
+    k.backward()
+    torch.testing.assert_close(k.detach(), torch.cos(torch.tensor(0.3, dtype=torch.float64)) ** 2)
+    torch.testing.assert_close(angle.grad, -torch.sin(torch.tensor(0.6, dtype=torch.float64)))

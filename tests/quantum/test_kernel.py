@@ -140,6 +140,7 @@ def test_shots_measure_distinct_pairs_once_in_one_call(kernel):
     assert calls == [[9 * 8 // 2]]
     torch.testing.assert_close(K.diagonal(), torch.ones(9, dtype=torch.float64), rtol=0, atol=0)
     torch.testing.assert_close(K, K.T, rtol=0, atol=0)
+    assert exact.min() >= 0 and exact.max() <= 1  # fidelities are clipped into [0, 1] on every CPU
     sigma = (exact * (1 - exact) / 4000).sqrt().max()
     assert (K - exact).abs().max() < 5 * sigma + 1e-3
     assert not torch.equal(K, exact)  # sampled, not exact
