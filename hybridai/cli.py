@@ -38,8 +38,8 @@ def _flags(caps: object) -> str:
 def cmd_backends(args: argparse.Namespace) -> int:
     from hybridai import backends
 
-    rows = []
-    for info in backends.available():  # a broken plugin is a row with its reason, never an exception
+    rows, infos = [], backends.available()
+    for info in infos:  # a broken plugin is a row with its reason, never an exception
         try:
             flags = _flags(info.capabilities) if info.capabilities is not None else ""
         except KeyboardInterrupt:
@@ -51,6 +51,9 @@ def cmd_backends(args: argparse.Namespace) -> int:
         domains = "/".join(info.domains) or "?"
         rows.append([info.name, info.contract or "?", domains, status, flags, info.source, reason])
     print(format_table(["family", "contract", "domains", "available", "capabilities", "source", "reason"], rows))
+    for info in infos:
+        if info.targets:  # 'family:target' names: the fake IBM devices of aer and ibm, PennyLane's devices
+            print(f"\n{info.name}: targets ({len(info.targets)}): {', '.join(info.targets)}")
     return 0
 
 

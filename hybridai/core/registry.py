@@ -67,6 +67,7 @@ class BackendInfo:
     capabilities: Any
     source: str  # "built-in", "registered" or "plugin <distribution> (<module:attr>)"
     contract: str = ""  # "quantum executor", "placement" or "chip compiler"
+    targets: tuple[str, ...] = ()  # the targets it knows by name (``known_targets()``): fake devices, devices
 
 
 def _check_class(cls: Any, where: str) -> type[Backend]:
@@ -430,7 +431,19 @@ def _info(family: str, cls: type[Backend], source: str) -> BackendInfo:
             )
             caps = None
     contract = CONTRACT_NAMES.get(contract_of(cls), "")
-    return BackendInfo(family, tuple(cls.domains), status.available, status.reason, caps, source, contract)
+    targets = _known_targets(cls) if status.available else ()
+    return BackendInfo(family, tuple(cls.domains), status.available, status.reason, caps, source, contract, targets)
+
+
+def _known_targets(cls: type[Backend]) -> tuple[str, ...]:
+    """``cls.known_targets()`` as a tuple of names; nothing when it has none or cannot list them."""
+    known = getattr(cls, "known_targets", None)
+    try:
+        return tuple(str(t) for t in known()) if callable(known) else ()
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # a plugin that cannot list its targets lists none
+        return ()
 
 
 def _availability(cls: type[Backend]) -> Availability:

@@ -119,11 +119,12 @@ def _from_qiskit(backend: Any) -> tuple[str, dict[str, Any]] | None:
                 return f"aer:{fake.group(1)}", {}
             noise = getattr(backend.options, "noise_model", None)
             return "aer", ({} if noise is None else {"noise_model": noise})
-    if module.startswith("qiskit_ibm_runtime.fake_provider"):
-        from qiskit_ibm_runtime.fake_provider.fake_backend import FakeBackendV2
+    if "qiskit_ibm_runtime" in sys.modules:  # a fake IBM device, of the provider's classes or a subclass
+        from hybridai.quantum.qiskit.fake_devices import fake_name
 
-        if isinstance(backend, FakeBackendV2):
-            return f"aer:{backend.name}", {}
+        name = fake_name(backend)
+        if name is not None:
+            return f"aer:{name}", {}
     return None
 
 

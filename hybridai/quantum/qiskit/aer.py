@@ -170,7 +170,7 @@ class AerBackend(QiskitBackend):
         """Expectations from real samples: one measured circuit per qubit-wise commuting basis."""
         plan = [(circuit, observables, _basis_groups(observables)) for circuit, observables in pairs]
         pubs = [
-            (self._measured(circuit, basis), v)
+            (self._measured(circuit, basis)[0], v)
             for (circuit, _, groups), v in zip(plan, values, strict=True)
             for basis in groups
         ]
@@ -178,11 +178,11 @@ class AerBackend(QiskitBackend):
         outs = []
         for f, (circuit, observables, groups) in enumerate(plan):
             out = np.zeros(values[f].shape[:2] + (len(observables),))
-            n = circuit.num_qubits
             expectation: dict[str, np.ndarray] = {}
             for basis in groups:
                 labels = sorted(basis["labels"])
-                expectation.update(zip(labels, _parities(next(result).data.meas, labels, n), strict=True))
+                measured = self._measured(circuit, basis)[1]
+                expectation.update(zip(labels, _parities(next(result).data.meas, labels, measured), strict=True))
             for r, obs in enumerate(observables):
                 for label, coeff in zip(obs.paulis.to_labels(), obs.coeffs, strict=True):
                     term = 1.0 if set(label) == {"I"} else expectation[label]
@@ -190,25 +190,30 @@ class AerBackend(QiskitBackend):
             outs.append(out)
         return outs
 
-    def _measured(self, circuit: Any, basis: dict) -> Any:
+    def _measured(self, circuit: Any, basis: dict) -> tuple[Any, tuple[int, ...]]:
         return self.cached(("measured", id(circuit), basis["key"]), lambda: self._measure(circuit, basis))
 
-    def _measure(self, circuit: Any, basis: dict) -> Any:
-        from qiskit import transpile
+    def _measure(self, circuit: Any, basis: dict) -> tuple[Any, tuple[int, ...]]:
+        """The circuit rotated into ``basis`` with its used qubits measured (clbit j: the j-th of them), and those
+        qubits. Only the qubits a gate or an observable touches are measured: a measured idle qubit would keep
+        Aer from leaving it out, and a 127-qubit device's whole register cannot be simulated."""
+        from qiskit import ClassicalRegister, transpile
 
         measured = circuit.copy()
-        n = circuit.num_qubits
         for q, letter in basis["letters"].items():
             if letter == "X":
                 measured.h(q)
             elif letter == "Y":
                 measured.sdg(q)
                 measured.h(q)
-        measured.measure_all()
+        used = {measured.find_bit(q).index for i in measured.data if i.operation.name != "barrier" for q in i.qubits}
+        qubits = tuple(sorted(used | set(basis["letters"])))
+        bits = ClassicalRegister(len(qubits), "meas")
+        measured.add_register(bits)
+        for j, q in enumerate(qubits):
+            measured.measure(q, bits[j])
         measured = transpile(measured, backend=self.hardware(), optimization_level=0, seed_transpiler=1234)
-        if measured.num_clbits != n:
-            raise AssertionError("measured circuit lost classical bits")
-        return measured
+        return measured, qubits
 
 
 def _rates(depolarizing: Any, readout_error: Any) -> str:
@@ -226,10 +231,12 @@ def _check_noise_model(noise_model: Any) -> None:
         )
 
 
-def _parities(bits: Any, labels: list[str], n: int) -> list[np.ndarray]:
-    """Mean of (-1)^(parity of the measured bits under each label's letters), per parameter set."""
-    unpacked = np.unpackbits(bits.array, axis=-1)[..., -n:]  # [..., shots, n], clbit 0 last
-    masks = np.array([[c != "I" for c in label[-n:]] for label in labels], dtype=np.uint8).T  # [n, W]
+def _parities(bits: Any, labels: list[str], qubits: tuple[int, ...]) -> list[np.ndarray]:
+    """Mean of (-1)^(parity of the measured bits under each label's letters), per parameter set; clbit j holds
+    qubit ``qubits[j]``, and a label's letter for qubit q is its (q+1)-th from the right."""
+    k = len(qubits)
+    unpacked = np.unpackbits(bits.array, axis=-1)[..., -k:][..., ::-1]  # [..., shots, k]: clbit j at column j
+    masks = np.array([[label[-1 - q] != "I" for q in qubits] for label in labels], dtype=np.uint8).T  # [k, W]
     parity = (unpacked.astype(np.uint16) @ masks) & 1  # [..., shots, W]
     means = (1.0 - 2.0 * parity).mean(axis=-2)  # [..., W]
     return [means[..., w] for w in range(len(labels))]

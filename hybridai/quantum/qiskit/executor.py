@@ -58,6 +58,7 @@ from hybridai.core.errors import (
 )
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
 from hybridai.quantum.qiskit.conversion import Converted, convert
+from hybridai.quantum.qiskit.fake_devices import fake_names
 from hybridai.quantum.qiskit.redaction import log, redact
 from hybridai.quantum.shift_rule import parameter_shift
 
@@ -83,6 +84,11 @@ class QiskitBackend(QuantumExecutor):
     # transpiled at optimization_level like any other: the scale-factor-1 circuit IS the unmitigated one.
     fold_barriers = True
     own_options: tuple[str, ...] = ()  # the family's options besides the shared ones (listed in errors)
+
+    @classmethod
+    def known_targets(cls) -> list[str]:
+        """Every fake IBM device of the installed provider (``fake_manila``, ``fake_brisbane``, ...)."""
+        return fake_names()
 
     def __init__(
         self,

@@ -8,17 +8,38 @@ from typing import Any
 import numpy as np
 
 from hybridai.core.capabilities import QuantumCapabilities
-from hybridai.core.errors import BackendNotFoundError, BackendUnavailableError, ConfigError, invalid
+from hybridai.core.errors import (
+    BackendNotFoundError,
+    BackendUnavailableError,
+    ConfigError,
+    ResourceLimitError,
+    invalid,
+)
 from hybridai.core.execution import ExecutionConfig
 from hybridai.core.redaction import is_secret_name
 from hybridai.quantum.qiskit.executor import QiskitBackend, Tally, column
 from hybridai.quantum.qiskit.fake_devices import fake_backend
 from hybridai.quantum.qiskit.redaction import redact, redact_logs, remember_account
+from hybridai.quantum.resources import check_state_memory
 
 ACCOUNT_HELP = (
     "save an account with qiskit_ibm_runtime.QiskitRuntimeService.save_account(...) or set the environment "
     "variables QISKIT_IBM_TOKEN and QISKIT_IBM_INSTANCE (optionally QISKIT_IBM_CHANNEL)"
 )
+
+
+def _check_local_device(device: Any, target: str) -> None:
+    """Refuse a fake device too wide for local testing mode: qiskit-ibm-runtime's local executor measures every
+    qubit of the device (0.51), so Aer must hold a statevector of all of them, whatever the circuit uses."""
+    try:
+        check_state_memory(f"ibm:{target}", device.num_qubits)
+    except ResourceLimitError as exc:
+        raise ResourceLimitError(
+            f"backend='ibm:{target}': qiskit-ibm-runtime's local testing mode simulates all {device.num_qubits} "
+            f"qubits of {target} (it measures each one), which cannot fit here ({exc}); accepted: "
+            f"'aer:{target}' (the same device's noise model, coupling map and basis gates, only the qubits the "
+            "circuit uses simulated) or a fake device of fewer qubits for 'ibm:'"
+        ) from None
 
 
 class IBMBackend(QiskitBackend):
@@ -49,6 +70,8 @@ class IBMBackend(QiskitBackend):
         self.mode, self.resilience_level = mode, resilience_level
         self.local = target.startswith("fake_")
         self.device = fake_backend(target) if self.local else self._account_backend(target)
+        if self.local:
+            _check_local_device(self.device, target)
 
     @staticmethod
     def _account_backend(name: str) -> Any:
