@@ -3,7 +3,9 @@ backend, running their tapes and keeping what the run cost (the backend keeps no
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +14,7 @@ import torch
 from hybridai.core.errors import ConfigError, HybridAIError, ShapeError, invalid
 from hybridai.core.execution import Execution, ExecutionConfig
 from hybridai.core.module import HybridModule
+from hybridai.quantum.batch_axis import BatchAxisWatch
 from hybridai.quantum.execution import execute
 from hybridai.quantum.framework_objects import backend_spec
 from hybridai.quantum.recording import record
@@ -37,6 +40,15 @@ def check_finite(argument: str, value: torch.Tensor) -> torch.Tensor:
             where = f" at {list(index)}" if index else ""
             raise invalid(argument, f"a tensor with {value.detach()[index].item()}{where}", "finite values only")
     return value
+
+
+def _first_argument(function: Callable[..., Any]) -> str:
+    """The name of ``function``'s first parameter (``inputs``, ``x``), for messages; ``inputs`` if unknown."""
+    try:
+        first = next(iter(inspect.signature(function).parameters.values()), None)
+    except (TypeError, ValueError):
+        first = None
+    return first.name if first is not None and first.kind != inspect.Parameter.VAR_POSITIONAL else "inputs"
 
 
 class QuantumModule(HybridModule):
@@ -91,8 +103,11 @@ class QuantumModule(HybridModule):
         the tensors to pass (default ``weight_tensors`` in the dtype of the first argument)."""
         if weights is None:
             weights = self.weight_tensors(args[0].dtype if args else None)
+        batch = args[0] if args and torch.is_tensor(args[0]) and args[0].ndim == 2 else None
+        watch = contextlib.nullcontext() if batch is None else BatchAxisWatch(batch, role, _first_argument(function))
         try:
-            return record(function, *args, shots=self.shots, **weights)
+            with watch:
+                return record(function, *args, shots=self.shots, **weights)
         except HybridAIError:
             raise
         except _shape_errors() as exc:
