@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import UnsupportedOperationError
+from hybridai.quantum.decomposition import walk
 from hybridai.quantum.mitigation.folding import is_fold_barrier
 from hybridai.quantum.recording import recording
 
@@ -75,7 +76,6 @@ def _terms(obs: Any, position: dict) -> list[tuple[float, dict[int, str]]]:
 
 
 Gate = tuple[str, tuple[int, ...], Any]  # (qiskit name, qubits, parameter index | unitary matrix | None)
-MAX_DECOMPOSITION_DEPTH = 12
 
 
 def convert(tape: Any, wires: list) -> Converted:
@@ -92,18 +92,18 @@ def convert(tape: Any, wires: list) -> Converted:
 
 
 def _gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], list[Any]]:
-    """Qiskit gates for PennyLane ``operations`` (decomposed where needed) and one torch parameter per
-    parametric gate."""
+    """Qiskit gates for PennyLane ``operations`` (decomposed where needed, ``hybridai.quantum.decomposition``)
+    and one torch parameter per parametric gate."""
     gates: list[Gate] = []
     params: list[Any] = []
 
-    def add(op: Any, depth: int = 0) -> None:
+    def take(op: Any) -> bool:
         name = op.name
         if is_fold_barrier(op):  # between folded blocks (ZNE): kept, so that transpilation cannot cancel folds
             gates.append(("barrier", tuple(range(len(wires))), None))
-            return
+            return True
         if name in SKIPPED:
-            return
+            return True
         try:
             qubits = tuple(position[w] for w in op.wires)
         except KeyError as exc:
@@ -119,15 +119,11 @@ def _gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], li
             if matrix.ndim != 2:
                 raise UnsupportedOperationError(f"a broadcast QubitUnitary on a Qiskit backend; {SUGGESTION}")
             gates.append(("unitary", qubits, matrix))
-        elif op.has_decomposition and depth < MAX_DECOMPOSITION_DEPTH:
-            for sub in op.decomposition():
-                add(sub, depth + 1)
         else:
-            raise UnsupportedOperationError(f"the Qiskit conversion cannot express {name}; {SUGGESTION}")
+            return False
+        return True
 
-    with recording():  # decompositions build PennyLane operations
-        for op in operations:
-            add(op)
+    walk(operations, take, cannot="the Qiskit conversion cannot express", remedy=SUGGESTION)
     return gates, params
 
 

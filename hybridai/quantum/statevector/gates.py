@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import UnsupportedOperationError
-from hybridai.quantum.recording import recording
+from hybridai.quantum.decomposition import walk
 
 MAX_DENSE_WIRES = 3
 SKIPPED = {"Identity", "Barrier", "Snapshot", "WireCut"}
@@ -154,20 +154,28 @@ class Converter:
         return exact_tensor(x, self.device).to(self.cdtype)
 
     def convert(self, operations: list[Any]) -> list[Step]:
-        """The steps of ``operations`` (decompositions and matrices built under hybridai's PennyLane lock)."""
+        """The steps of ``operations``, decomposed where no step applies them (``hybridai.quantum.decomposition``;
+        decompositions and matrices built under hybridai's PennyLane lock)."""
         steps: list[Step] = []
-        with recording():
-            for i, op in enumerate(operations):
-                self._convert(op, steps, first=(i == 0), depth=0)
+        taken = [0]  # operations taken so far: a state preparation is a first step only before any other
+
+        def take(op: Any) -> bool:
+            done = self._step(op, steps, first=taken[0] == 0 and not steps)
+            taken[0] += done
+            return done
+
+        remedy = f"it applies gates with a matrix on at most {MAX_DENSE_WIRES} wires and their decompositions; "
+        walk(operations, take, cannot="the statevector backend cannot apply", remedy=remedy + SUGGESTION)
         return steps
 
-    def _convert(self, op: Any, steps: list[Step], first: bool, depth: int) -> None:
+    def _step(self, op: Any, steps: list[Step], first: bool) -> bool:
+        """Append the step(s) of ``op`` and return True, or return False where it must be decomposed first."""
         import pennylane as qml
 
         name = op.name
         batched = op.batch_size is not None
         if name in SKIPPED:
-            return
+            return True
         if isinstance(op, qml.operation.StatePrepBase) and first and not steps:
             state = op.state_vector(wire_order=list(self.wire_index))
             dim = 2 ** len(self.wire_index)
@@ -179,32 +187,32 @@ class Converter:
                     batched,
                 )
             )
-            return
+            return True
         if isinstance(op, qml.operation.Channel | qml.measurements.MidMeasureMP):
             raise UnsupportedOperationError(f"the statevector backend cannot apply {name} (not unitary); {SUGGESTION}")
         wires = self.positions(op.wires)
         handler = getattr(self, f"_template_{name}", None)
         if handler is not None and handler(op, wires, batched, steps):
-            return
+            return True
         if op.num_params == 0 and op.has_matrix and len(wires) <= 8:
             kind, data = constant_gate(op)
             if kind == "mono":
                 steps.append(Step("mono", wires, None, False, data))
             else:
                 steps.append(Step("dense", wires, self.tensor(data), False, ("const", name, len(wires))))
-            return
+            return True
         if name in DIAGONAL and op.has_matrix or name == "GlobalPhase":
             eig = self._eigvals(op, name)
             steps.append(Step("diag", wires if name != "GlobalPhase" else (), eig, batched))
-            return
+            return True
         if name == "Rot":
             phi, theta, omega = (self.real(p) for p in op.parameters)
             steps.append(Step("sq", wires, rot(phi, theta, omega, self.cdtype).unsqueeze(-3), batched))
-            return
+            return True
         if name in ("RX", "RY"):
             mats = rotation_matrices(self.real(op.parameters[0]), name, self.cdtype)
             steps.append(Step("sq", wires, mats.unsqueeze(-3), batched))
-            return
+            return True
         if op.has_matrix and len(wires) <= MAX_DENSE_WIRES:
             try:
                 matrix = self.tensor(op.matrix())
@@ -215,15 +223,8 @@ class Converter:
                 if matrix is None:
                     matrix = self.tensor(op.matrix())
                 steps.append(Step(kind, wires, matrix.unsqueeze(-3) if kind == "sq" else matrix, batched))
-                return
-        if op.has_decomposition and depth < 12:
-            for i, sub in enumerate(op.decomposition()):
-                self._convert(sub, steps, first=first and i == 0, depth=depth + 1)
-            return
-        raise UnsupportedOperationError(
-            f"the statevector backend cannot apply {name} on wires {list(op.wires)} (no matrix on at most "
-            f"{MAX_DENSE_WIRES} wires and no decomposition); {SUGGESTION}"
-        )
+                return True
+        return False
 
     def _eigvals(self, op: Any, name: str) -> torch.Tensor:
         if name == "RZ":

@@ -18,11 +18,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from hybridai.core.errors import UnsupportedOperationError
+from hybridai.quantum.decomposition import walk
 from hybridai.quantum.recording import recording
 from hybridai.quantum.statevector.gates import SUGGESTION
-
-MAX_DEPTH = 12
 
 
 @dataclass
@@ -52,25 +50,23 @@ def shift_form(operations: Any) -> ShiftForm:
     entries: list[tuple[Any, int | None]] = []
     params: list[torch.Tensor] = []
 
-    def add(op: Any, depth: int) -> None:
+    def take(op: Any) -> bool:
         if not _needs_grad(op):
             entries.append((op, None))
         elif _two_term(op) and op.parameters[0].dim() <= 1:
             entries.append((op, len(params)))
             params.append(op.parameters[0])
-        elif op.has_decomposition and depth < MAX_DEPTH:
-            for sub in op.decomposition():
-                add(sub, depth + 1)
         else:
-            raise UnsupportedOperationError(
-                f"parameter-shift gradients through {op.name} on the statevector backend (no two-term rule and no "
-                f"decomposition into gates that have one); accepted: diff_method='backprop' or 'adjoint' with "
-                f"shots=None, or {SUGGESTION}"
-            )
+            return False
+        return True
 
-    with recording():
-        for op in operations:
-            add(op, 0)
+    walk(
+        operations,
+        take,
+        cannot="parameter-shift gradients on the statevector backend cannot pass through",
+        remedy="it shifts gates with a two-term rule (RX, RY, RZ, PhaseShift, IsingXX, ...) and their "
+        f"decompositions; accepted: diff_method='backprop' or 'adjoint' with shots=None, or {SUGGESTION}",
+    )
     return ShiftForm(entries, params)
 
 
