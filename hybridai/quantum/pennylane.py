@@ -10,9 +10,19 @@ One backend object serves many layers and threads: devices are cached per regist
 into a device holds that device's lock (some devices, lightning for one, keep their state between
 calls), and PennyLane itself runs under hybridai's PennyLane lock (``hybridai.quantum.recording``: its
 transforms build operations in a process-wide queue). A seeded call runs on a fresh device seeded for
-it, so the same seed gives the same samples on every call and in every thread. Circuits compute in the
-dtype of their parameters (float64 stays float64 under torch's float32 default) without touching torch's
-process-wide default dtype. Registers whose state would not fit in half the RAM are refused first.
+it, so the same seed gives the same samples on every call and in every thread.
+
+``device=`` (what a PennyLane device object with transforms, ``qml.noise.insert(dev, ...)`` or
+``qml.noise.add_noise(dev, ...)``, becomes: ``hybridai.quantum.device_recipes``) runs every tape on a copy of that
+device, so that its own preprocessing, noise insertion included, applies; other ``qml.device`` options are then
+refused (they are the device's own). Unseeded calls share one copy, whose random generator advances from call
+to call as the user's device would; a seeded call runs on a fresh copy seeded for it. Such a device is never
+called exact (its transforms change the circuit), and has noise when a transform adds it; zero-noise folding
+folds the gates its noise meets (``native_operations``).
+
+Circuits compute in the dtype of their parameters (float64 stays float64 under torch's float32 default)
+without touching torch's process-wide default dtype. Registers whose state would not fit in half the RAM are
+refused first.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from hybridai.core.capabilities import QuantumCapabilities
 from hybridai.core.contracts import Availability, QuantumExecutor
 from hybridai.core.errors import BackendNotFoundError, ConfigError, invalid, optional_int, suggest
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
+from hybridai.quantum.device_recipes import DeviceRecipe, as_recipe
 from hybridai.quantum.recording import lock as recording_lock
 from hybridai.quantum.recording import recording
 from hybridai.quantum.resources import check_state_memory
@@ -156,11 +167,30 @@ class PennyLaneBackend(QuantumExecutor):
         shots = options.pop("shots", None)
         self.shots = optional_int("shots", shots, 1)
         self.seed = optional_int("seed", options.pop("seed", None))
+        self.recipe = self._recipe(target, options.pop("device", None), options)
         super().__init__(target, **options)
-        self.options.update({k: v for k, v in (("shots", self.shots), ("seed", self.seed)) if v is not None})
+        kept = (("shots", self.shots), ("seed", self.seed), ("device", self.recipe))
+        self.options.update({k: v for k, v in kept if v is not None})
         self._devices: dict[tuple, Any] = {}
         self._lock = threading.Lock()
-        self.device([0])  # refuses options the device does not take now, not at the first call
+        if self.recipe is None:
+            self.device([0])  # refuses options the device does not take now, not at the first call
+
+    @staticmethod
+    def _recipe(target: str, device: Any, options: dict[str, Any]) -> DeviceRecipe | None:
+        """``device=`` as a ``DeviceRecipe`` of a ``target`` device, with no other ``qml.device`` options."""
+        if device is None:
+            return None
+        recipe = as_recipe(device)
+        if recipe.name != target:
+            raise invalid("device", recipe, f"a {target} device on backend 'pennylane:{target}' (or backend="
+                          f"'pennylane:{recipe.name}')")  # fmt: skip
+        if options:
+            raise ConfigError(
+                f"backend='pennylane:{target}' with device= does not take the qml.device option(s) {sorted(options)}; "
+                "accepted: shots, seed; set the others on the device itself"
+            )
+        return recipe
 
     @classmethod
     def is_available(cls) -> Availability:
@@ -171,6 +201,8 @@ class PennyLaneBackend(QuantumExecutor):
     def _make_device(self, wires: tuple, seed: int | None) -> Any:
         import pennylane as qml
 
+        if self.recipe is not None:
+            return _guarded(self.recipe.build(seed))
         options = {k: v for k, v in self.options.items() if k not in ("shots", "seed")}
         if seed is not None:
             options["seed"] = seed
@@ -182,14 +214,20 @@ class PennyLaneBackend(QuantumExecutor):
             hints = "".join(suggest(u, accepted) for u in unknown)
             raise ConfigError(
                 f"backend={self.name!r} does not accept the option(s) {unknown} ({exc}); accepted: "
-                f"{', '.join(accepted)}.{hints}"
+                f"{', '.join(accepted)}; or device= (a {self.target} device object, with its transforms).{hints}"
             ) from None
 
     def device(self, wires: Any, seed: int | None = None) -> Any:
-        """The PennyLane device for ``wires``: cached when unseeded, fresh (seeded with ``seed``) otherwise."""
+        """The PennyLane device for ``wires``: cached when unseeded, fresh (seeded with ``seed``) otherwise; with
+        ``device=``, a copy of that device (its wires must include ``wires``)."""
         import pennylane as qml
 
         key = tuple(qml.wires.Wires(wires))
+        if self.recipe is not None:
+            missing = [w for w in key if self.recipe.wires is not None and w not in self.recipe.wires]
+            if missing:
+                raise invalid("wires", list(key), f"wires of backend= {self.recipe!r} (it lacks {missing})")
+            key = ()
         if seed is not None:
             return self._make_device(key, seed)
         with self._lock:
@@ -203,15 +241,20 @@ class PennyLaneBackend(QuantumExecutor):
 
         dev = self.device([0])
         native = tuple(m for m in ("backprop", "adjoint") if dev.supports_derivatives(DeviceConfig(gradient_method=m)))
-        noise = self.target in MIXED_STATE_DEVICES
+        noise = self.target in MIXED_STATE_DEVICES or (self.recipe is not None and self.recipe.adds_noise)
         return QuantumCapabilities(
             differentiable=True,
-            exact=self.shots is None and not noise,
+            exact=self.shots is None and not noise and self.recipe is None,
             shots=True,
             noise=noise,
             diff_methods=("best", *native, *GRADIENT_RULES),
             devices=("cpu", "cuda") if "backprop" in native else ("cpu",),
         )
+
+    def native_operations(self, tape: Any) -> list[Any] | None:
+        """The operations zero-noise folding folds (``hybridai.quantum.execution``): with ``device=``, the gates its
+        noise meets (``DeviceRecipe.native_operations``); None (hybridai's elementary gates) otherwise."""
+        return None if self.recipe is None else self.recipe.native_operations(tape)
 
     def _method(self, dev: Any, diff_method: str, tape: Any) -> str:
         from pennylane.devices import ExecutionConfig as DeviceConfig
@@ -237,7 +280,8 @@ class PennyLaneBackend(QuantumExecutor):
             tapes = [t.copy(shots=shots) if config.shots or not t.shots else t for t in tapes]
         if tapes and (self.target in STATEVECTOR_DEVICES or self.target == "default.mixed"):
             copies = max(t.batch_size or 1 for t in tapes)  # broadcast tapes hold one state per parameter set
-            check_state_memory(self.name, len(config.wires), density=self.target == "default.mixed", copies=copies)
+            wires = len(config.wires) if self.recipe is None or self.recipe.wires is None else len(self.recipe.wires)
+            check_state_memory(self.name, wires, density=self.target == "default.mixed", copies=copies)
         started = time.perf_counter()
         results = self._run(tapes, config)
         circuits = sum(t.batch_size or 1 for t in tapes)
