@@ -9,13 +9,15 @@ parameters.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from torch import nn
 
 from hybridai.core import registry
 from hybridai.core.contracts import DOMAINS, Backend, Placement, QuantumExecutor
-from hybridai.core.errors import ConfigError, invalid, suggest
+from hybridai.core.errors import ConfigError, HybridAIError, invalid, suggest
+from hybridai.core.foreign import read_backend, read_layer
 from hybridai.core.text_table import format_table
 
 
@@ -89,10 +91,19 @@ def _resolve(backend: str | Backend, domain: str, options: dict[str, Any]) -> Ba
     return registry.get(backend, contract, domain=domain, **options)
 
 
+def domain_of(module: nn.Module) -> str:
+    """The domain a layer belongs to: a hybridai layer's own, a foreign layer's (``hybridai.core.foreign``: a
+    ``qml.qnn.TorchLayer`` is quantum), else classical."""
+    if isinstance(module, HybridModule):
+        return module.domain
+    foreign = read_layer(module)
+    return "classical" if foreign is None else foreign.domain
+
+
 def _layers(model: nn.Module, prefix: str = "") -> Iterator[tuple[str, nn.Module]]:
-    """Leaf modules and hybridai layers (not descending into them), with qualified names."""
+    """Leaf modules, hybridai layers and foreign layers (not descending into them), with qualified names."""
     children = list(model.named_children())
-    if isinstance(model, HybridModule) or not children:
+    if isinstance(model, HybridModule) or not children or read_layer(model) is not None:
         yield prefix or type(model).__name__, model
         return
     for name, child in children:
@@ -110,21 +121,29 @@ def _classical_backend_name(module: nn.Module) -> str:
 def place(
     model: nn.Module,
     *,
-    quantum: str | Backend | None = None,
+    quantum: Any = None,
     spiking: str | Backend | None = None,
     classical: str | Backend | None = None,
     **options: Any,
 ) -> nn.Module:
     """Re-target every layer of a domain to a backend; returns the placed model.
 
-    The model is changed in place; the returned object is ``model`` itself unless the
-    classical backend wraps the root module (a bare ``nn.Linear`` on a plugin backend).
+    ``place(model, quantum="pennylane:lightning.qubit", classical="torch:cuda")``. Each backend is given as
+    ``QuantumLayer(backend=...)`` takes it: a registry name; a configured backend object
+    (``hybridai.backends.get(...)``), shared by every layer it is given to; and for ``quantum=`` a PennyLane
+    device (``qml.device("lightning.qubit", wires=4)``, with its shots) or a Qiskit backend (``AerSimulator()``
+    with its noise model, ``FakeManilaV2()``). ``options`` go to the backends so named and override those a
+    device or Qiskit backend implies. Plain ``nn.Module`` layers are classical and are handed to the classical
+    backend, which moves (or wraps) them. A ``qml.qnn.TorchLayer`` is quantum: given ``quantum=``, it is
+    replaced where it sits by a ``QuantumLayer`` with its circuit, its input argument, its output shapes and
+    its very weights (the same ``nn.Parameter`` objects: an optimizer built before keeps training them), or
+    refused by name when it cannot be adopted exactly (``hybridai.quantum.torchlayer``).
 
-    ``place(model, quantum="pennylane:lightning.qubit", classical="torch:cuda")``; a configured
-    backend object (``hybridai.backends.get(...)``) is shared by every layer it is given to. Plain
-    ``nn.Module`` layers are classical and are handed to the classical backend, which moves
-    (or wraps) them. Every name is validated before any layer changes, so a bad name leaves
-    the model untouched.
+    The model is changed in place; the returned object is ``model`` itself unless what stands in its place
+    changed: a classical backend wraps the root module (a bare ``nn.Linear`` on a plugin backend), or the root
+    is an adopted ``TorchLayer``. Every backend and every layer is checked before any layer changes (a device's
+    wires against each layer's qubits, each layer's qubit count against the backend's), so a refusal leaves the
+    model untouched.
     """
     if not isinstance(model, nn.Module):
         raise invalid("model", type(model).__name__, "a torch.nn.Module")
@@ -136,23 +155,75 @@ def place(
                 f"{key}=... is not valid for place() here; accepted: quantum=, spiking=, classical= (backend "
                 f"names), and options for the backends so named.{hint}"
             )
-    resolved = {d: _resolve(n, d, options) for d, n in targets.items() if n is not None}
-    for _, layer in _layers(model):  # every layer accepts its new backend before any changes
+    resolved = {d: _resolve_target(d, value, options) for d, value in targets.items() if value is not None}
+    layers = list(_layers(model))
+    adopted = _adopt_foreign(layers, resolved)
+    for name, layer in layers:  # every layer accepts its new backend before any changes
+        layer = adopted.get(id(layer), layer)
         if isinstance(layer, HybridModule) and layer.domain in resolved:
-            layer.check_backend(resolved[layer.domain])
-    return _place_tree(model, resolved)
+            with _about(f"layer {name!r}:"):
+                read_backend(layer.domain, targets[layer.domain], layer)  # a device's wires against its qubits
+                layer.check_backend(resolved[layer.domain])
+    return _place_tree(model, resolved, adopted, {})
 
 
-def _place_tree(module: nn.Module, resolved: dict[str, Backend]) -> nn.Module:
-    """Place ``module`` and its subtree; return what stands in its place (moved or wrapped)."""
+@contextmanager
+def _about(what: str) -> Iterator[None]:
+    """Put ``what`` (``"quantum="``, ``"layer 'encoder.1':"``) in front of the message of a HybridAIError raised
+    inside, unless the message starts with it: the error then says which argument or layer it concerns."""
+    try:
+        yield
+    except HybridAIError as exc:
+        message = str(exc)
+        if not message.startswith(what):
+            exc.args = (f"{what} {message}", *exc.args[1:])
+        raise
+
+
+def _resolve_target(domain: str, value: Any, options: dict[str, Any]) -> Backend:
+    """The backend ``place(<domain>=value, **options)`` asks for; its errors name ``<domain>=``."""
+    with _about(f"{domain}="):
+        spec, implied = read_backend(domain, value)
+        return _resolve(spec, domain, {**implied, **options})
+
+
+def _adopt_foreign(layers: list[tuple[str, nn.Module]], resolved: dict[str, Backend]) -> dict[int, nn.Module]:
+    """The hybridai layers that will stand in for the foreign layers of the re-targeted domains, by ``id`` of the
+    foreign layer (one per layer, even where it appears twice); built before anything changes."""
+    adopted: dict[int, nn.Module] = {}
+    for name, layer in layers:
+        foreign = None if isinstance(layer, HybridModule) or id(layer) in adopted else read_layer(layer)
+        if foreign is not None and foreign.domain in resolved:
+            with _about(f"layer {name!r}:"):
+                adopted[id(layer)] = foreign.adopt(resolved[foreign.domain])
+    return adopted
+
+
+def _place_tree(
+    module: nn.Module, resolved: dict[str, Backend], adopted: dict[int, nn.Module], done: dict[int, nn.Module]
+) -> nn.Module:
+    """Place ``module`` and its subtree once (``done``: what stands in place of each module placed, by ``id``, so
+    that a module shared by two parents is replaced by one and the same module in both)."""
+    if id(module) not in done:
+        done[id(module)] = _place_module(module, resolved, adopted, done)
+    return done[id(module)]
+
+
+def _place_module(
+    module: nn.Module, resolved: dict[str, Backend], adopted: dict[int, nn.Module], done: dict[int, nn.Module]
+) -> nn.Module:
+    """Place ``module`` and its subtree; return what stands in its place (adopted, moved or wrapped)."""
+    module = adopted.get(id(module), module)
     if isinstance(module, HybridModule):
         backend = resolved.get(module.domain)
         if backend is None:
             return module
         module.set_backend(backend)
         return backend.place(module) if isinstance(backend, Placement) else module
-    for name, child in list(module.named_children()):
-        placed = _place_tree(child, resolved)
+    if read_layer(module) is not None:
+        return module  # a foreign layer of a domain not re-targeted: its own framework runs it, as before
+    for name, child in list(module._modules.items()):  # every slot, a module shared by two of them included
+        placed = child if child is None else _place_tree(child, resolved, adopted, done)
         if placed is not child:
             setattr(module, name, placed)
     leaf = next(module.children(), None) is None or next(module.parameters(recurse=False), None) is not None
@@ -168,7 +239,8 @@ class Summary(str):
 
 
 def summary(model: nn.Module, *, show: bool = False) -> Summary:
-    """A table of layers: name, type, domain, backend, trainable parameters, qubits/neurons.
+    """A table of layers: name, type, domain, backend, trainable parameters, qubits/neurons (a ``qml.qnn.TorchLayer``
+    is a quantum layer on its device: ``hybridai.core.foreign``).
 
     Returned as a ``Summary`` (a ``str`` whose repr is the table: the last line of a notebook cell
     shows it once); ``print(hybridai.summary(model))`` in a script, or ``show=True`` to print it too.
@@ -180,8 +252,11 @@ def summary(model: nn.Module, *, show: bool = False) -> Summary:
     for name, layer in _layers(model):
         n_params = sum(p.numel() for p in layer.parameters() if p.requires_grad)
         total += n_params
+        foreign = None if isinstance(layer, HybridModule) else read_layer(layer)
         if isinstance(layer, HybridModule):
             domain, backend, size = layer.domain, layer.backend, layer.size_description()
+        elif foreign is not None:  # a qml.qnn.TorchLayer: quantum, on its device
+            domain, backend, size = foreign.domain, foreign.backend, foreign.size
         else:
             domain, backend, size = "classical", _classical_backend_name(layer), ""
         counts[domain] += 1

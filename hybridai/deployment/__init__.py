@@ -31,7 +31,7 @@ def deploy(
     backend: str | Backend | None = None,
     *,
     spiking: str | Backend | None = None,
-    quantum: str | Backend | None = None,
+    quantum: Any = None,
     classical: str | Backend | None = None,
     mitigation: Any = None,
     shots: int | None = None,
@@ -52,8 +52,12 @@ def deploy(
     compiled for the chip named by ``spiking`` (or copied onto ``"torch[:device]"``), each quantum
     segment's layers are copied onto ``quantum`` (a domain left out keeps each layer's own backend) with
     ``shots`` and ``mitigation``, each classical segment is copied onto ``classical`` (default
-    ``"torch"``). The model itself is not changed. Backend options go in ``spiking_options`` and
-    ``quantum_options`` (``{"seed": 3}``), or pass configured backends (``hybridai.backends.get``).
+    ``"torch"``). The model itself is not changed. ``quantum`` takes what ``QuantumLayer(backend=...)`` takes:
+    a name, a backend object, a PennyLane device (with its shots) or a Qiskit backend (``AerSimulator()`` with
+    its noise model, ``FakeManilaV2()``); a ``qml.qnn.TorchLayer`` is quantum, and its copy is adopted as a
+    ``QuantumLayer`` (``hybridai.place`` says how) when ``quantum``, ``shots`` or ``mitigation`` asks something
+    of it. Backend options go in ``spiking_options`` and ``quantum_options`` (``{"seed": 3}``; they override
+    those a device implies), or pass configured backends (``hybridai.backends.get``).
 
     ``calibration``: a batch in the model's input layout, for chips that need activation ranges
     (Akida); in the hybrid form it is run through the float model to each chip segment's cut.

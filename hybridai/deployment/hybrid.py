@@ -18,11 +18,13 @@ from torch import nn
 from hybridai.core import registry
 from hybridai.core.contracts import Backend, ChipCompiler, Placement, QuantumExecutor
 from hybridai.core.errors import ConfigError, HybridAIError, invalid, positive_int
+from hybridai.core.foreign import read_layer
 from hybridai.deployment.placed import PlacedSegment, place_segment, to_module
 from hybridai.deployment.report import HybridReport, SegmentReport, compare
 from hybridai.deployment.segments import Segment, cut
 from hybridai.neuromorphic.deploy import check_labels
 from hybridai.neuromorphic.energy import energy_model
+from hybridai.quantum.framework_objects import backend_spec
 from hybridai.spiking.layout import check_samples_layout
 
 
@@ -30,7 +32,7 @@ def deploy_hybrid(
     model: nn.Module,
     *,
     spiking: str | Backend | None = None,
-    quantum: str | Backend | None = None,
+    quantum: Any = None,
     classical: str | Backend | None = None,
     mitigation: Any = None,
     shots: int | None = None,
@@ -70,6 +72,7 @@ def deploy_hybrid(
                     shots=shots,
                     mitigation=mitigation,
                     energy=chip_energy,
+                    requested=quantum if segment.domain == "quantum" else None,
                 )
             )
         except HybridAIError as exc:
@@ -79,10 +82,9 @@ def deploy_hybrid(
     return HybridDeployment(model, placed)
 
 
-def _backend(
-    domain: str, name: str | Backend | None, options: Mapping[str, Any] | None, present: set[str]
-) -> Backend | None:
-    """The backend for ``domain`` (None: the layers keep their own; torch for spiking/classical)."""
+def _backend(domain: str, name: Any, options: Mapping[str, Any] | None, present: set[str]) -> Backend | None:
+    """The backend for ``domain`` (None: the layers keep their own; torch for spiking/classical); ``quantum=``
+    takes what ``QuantumLayer(backend=...)`` takes (a PennyLane device, a Qiskit backend: ``backend_spec``)."""
     if options is not None and not isinstance(options, Mapping):
         raise invalid(f"{domain}_options", type(options).__name__, "a dict of backend options")
     if name is None:
@@ -90,7 +92,8 @@ def _backend(
             raise invalid(f"{domain}_options", sorted(options), f"None unless {domain}= names a backend")
         return None if domain == "quantum" else registry.get("torch", Placement, domain=domain)
     if domain == "quantum":
-        backend = registry.get(name, QuantumExecutor, domain="quantum", **dict(options or {}))
+        spec, implied = backend_spec(name, None, argument="quantum")  # its options give way to quantum_options
+        backend = registry.get(spec, QuantumExecutor, domain="quantum", **{**implied, **dict(options or {})})
     else:
         backend = registry.get(name, **dict(options or {}))
         if domain == "classical" and not isinstance(backend, Placement):
@@ -184,9 +187,12 @@ class HybridDeployment:
 
 
 def _backend_name(segment: PlacedSegment) -> str:
-    """The backend's name (the layers' own when the domain kept them), ``+ ZNE`` when mitigated."""
+    """The backend's name (the layers' own when the domain kept them, a TorchLayer's device), ``+ ZNE`` when
+    mitigated."""
     layers = segment.quantum_layers
-    names = [segment.backend.name] if segment.backend is not None else sorted({layer.backend for layer in layers})
+    kept = [read_layer(m) for m in segment.runner.modules()] if segment.runner is not None else []
+    own = {layer.backend for layer in layers} | {foreign.backend for foreign in kept if foreign is not None}
+    names = [segment.backend.name] if segment.backend is not None else sorted(own)
     mitigated = any(layer.mitigation is not None for layer in layers)
     return ", ".join(names or ["torch"]) + (" + ZNE" if mitigated else "")
 

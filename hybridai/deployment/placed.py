@@ -2,7 +2,8 @@
 
 ``place_segment`` turns a ``Segment`` into a ``PlacedSegment``: a spiking segment compiled for its chip
 (``ChipCompiler.compile``) or copied onto a torch device (``Placement``), a quantum segment's layers
-copied and re-targeted (backend, shots, mitigation), a classical segment copied onto its device.
+copied and re-targeted (backend, shots, mitigation; a ``qml.qnn.TorchLayer`` adopted as a ``QuantumLayer``
+first), a classical segment copied onto its device.
 The user's model is never changed. ``PlacedSegment.run(x)`` returns the segment's output and its
 ``SegmentCost`` in the segment's own units.
 """
@@ -21,11 +22,13 @@ from torch import nn
 
 from hybridai.core.contracts import Backend, ChipCompiler, Placement
 from hybridai.core.execution import ExecutionStats
+from hybridai.core.foreign import read_layer
 from hybridai.deployment.segments import Segment
 from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork
 from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, estimate
 from hybridai.neuromorphic.macs import dense_macs
 from hybridai.quantum.execution import check_mitigation
+from hybridai.quantum.framework_objects import backend_spec
 from hybridai.quantum.module import QuantumModule
 
 
@@ -137,24 +140,43 @@ def place_segment(
     shots: int | None,
     mitigation: Any,
     energy: EnergyModel | None,
+    requested: Any = None,
 ) -> PlacedSegment:
-    """``segment`` made ready for ``backend``; a HybridAIError (from the backend) when it cannot run there."""
+    """``segment`` made ready for ``backend``; a HybridAIError (from the backend) when it cannot run there.
+    ``requested``: the ``quantum=`` value ``backend`` was made from (a PennyLane device's wires are checked
+    against each layer's qubits)."""
     reference = _sequential(segment)
     if isinstance(backend, ChipCompiler):
         compiled = backend.compile(reference, calibration=calibration)
         return PlacedSegment(segment, backend, reference, compiled=compiled, energy=energy)
     runner = copy.deepcopy(reference).eval()
-    quantum = [m for m in runner.modules() if isinstance(m, QuantumModule)]
     if segment.domain == "quantum":
-        for layer in quantum:
-            if backend is not None:
-                layer.set_backend(backend)
-            if shots is not None:
-                layer.shots = shots
-            layer.mitigation = check_mitigation(layer.resolved_backend, mitigation)
+        _retarget_quantum(runner, backend, requested, shots, mitigation)
     elif isinstance(backend, Placement):
         runner = backend.place(runner)
+    quantum = [m for m in runner.modules() if isinstance(m, QuantumModule)]
     return PlacedSegment(segment, backend, reference, runner=runner, quantum_layers=quantum)
+
+
+def _retarget_quantum(
+    runner: nn.Module, backend: Backend | None, requested: Any, shots: int | None, mitigation: Any
+) -> None:
+    """The quantum segment's layers (copies) on ``backend`` (None: each its own) with ``shots`` and ``mitigation``.
+    A TorchLayer is adopted as a ``QuantumLayer`` first when something is asked of it (a backend, shots or
+    mitigation); else it runs as it is, on its own device."""
+    if backend is not None or shots is not None or mitigation is not None:
+        for name, child in list(runner.named_children()):
+            foreign = read_layer(child)
+            if foreign is not None:
+                setattr(runner, name, foreign.adopt(backend))
+    for layer in (m for m in runner.modules() if isinstance(m, QuantumModule)):
+        if requested is not None:
+            backend_spec(requested, layer.n_qubits, argument="quantum")  # a device's wires against its qubits
+        if backend is not None:
+            layer.set_backend(backend)
+        if shots is not None:
+            layer.shots = shots
+        layer.mitigation = check_mitigation(layer.resolved_backend, mitigation)
 
 
 __all__ = ["PlacedSegment", "SegmentCost", "place_segment", "to_module"]

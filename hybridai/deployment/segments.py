@@ -3,7 +3,8 @@
 The model is an ``nn.Sequential`` (nested ones are flattened; any other module is one layer). Each
 layer gets a domain by these rules, in order:
 
-- a quantum layer (``QuantumLayer``, any quantum ``HybridModule``) is **quantum**;
+- a quantum layer (``QuantumLayer``, any quantum ``HybridModule``, a PennyLane ``qml.qnn.TorchLayer``) is
+  **quantum**;
 - a spiking region is **spiking**: it holds every LIF/CUBA layer, runs forward from it through the
   layers that follow up to and including the first decoder (``SpikeCountDecoder``, ``RateDecoder``,
   ``MembraneDecoder``), and backward from it through the layers that precede it, up to the model's
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from hybridai.core.errors import invalid
-from hybridai.core.module import HybridModule
+from hybridai.core.module import domain_of
 from hybridai.spiking.encoding import (
     DeltaEncoder,
     LatencyEncoder,
@@ -80,7 +81,7 @@ def _walk(module: nn.Module, index: str) -> Iterator[tuple[str, nn.Module]]:
 
 
 def _role(module: nn.Module) -> str:
-    if isinstance(module, HybridModule) and module.domain == "quantum":
+    if domain_of(module) == "quantum":  # a TorchLayer too (hybridai.core.foreign)
         return "quantum"
     if isinstance(module, LIF | CUBA):
         return "neurons"

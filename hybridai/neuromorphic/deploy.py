@@ -21,6 +21,7 @@ from torch import nn
 from hybridai.core import registry
 from hybridai.core.contracts import ChipCompiler
 from hybridai.core.errors import ShapeError, invalid
+from hybridai.core.module import domain_of
 from hybridai.core.text_table import format_table
 from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, energy_model, estimate
@@ -48,8 +49,26 @@ def deploy_chip(
     if not isinstance(model, nn.Module):
         raise invalid("model", type(model).__name__, "a trained torch.nn.Module (an nn.Sequential)")
     chip = registry.get(backend, ChipCompiler, **options)
+    _refuse_quantum_layers(model, chip.name, options)
     compiled = chip.compile(model, calibration=calibration)
     return Deployment(model, chip, compiled, energy_model(chip.family, energy))
+
+
+def _refuse_quantum_layers(model: nn.Module, chip: str, options: Mapping[str, Any]) -> None:
+    """A chip runs a spiking model; one with quantum layers is deployed one backend per domain: say so, naming them."""
+    quantum = [
+        f"{name or 'model'} ({type(m).__name__})" for name, m in model.named_modules() if domain_of(m) == "quantum"
+    ]
+    if quantum:
+        shown = ", ".join(quantum[:3]) + (", ..." if len(quantum) > 3 else "")
+        named = ", ".join(f"{k!r}: ..." for k in sorted(options))  # values unshown: one may be a token
+        chip_options = f", spiking_options={{{named}}}" if options else ""
+        raise invalid(
+            "backend", chip,
+            f"a chip for a model without quantum layers (this one has {shown}); deploy a hybrid model one backend per "
+            f"domain: hybridai.deploy(model, spiking={chip!r}{chip_options}, quantum='statevector', classical='torch') "
+            "(quantum= any quantum backend)",
+        )  # fmt: skip
 
 
 class Deployment:

@@ -1,5 +1,7 @@
-"""Quantum layers and kernels."""
+"""Quantum layers and kernels; importing it teaches ``place``/``summary``/``deploy`` PennyLane's and Qiskit's
+objects (``hybridai.quantum.foreign``)."""
 
+from hybridai.quantum import foreign as _foreign  # noqa: F401  (registers its readers with hybridai.core.foreign)
 from hybridai.quantum.kernel import IQPFeatureMap, QuantumKernel
 from hybridai.quantum.kernel_matrices import psd_repair, target_alignment
 from hybridai.quantum.layer import QuantumLayer
