@@ -4,7 +4,9 @@ Inside a quantum function, features are ``inputs[..., i]`` (or ``inputs[:, i]``)
 ``[B, F]`` broadcast through the circuit. ``inputs[i]`` (the habit of per-sample code) selects sample i
 instead; it raises a raw torch error when ``B`` differs from the number of qubits and silently gives wrong
 values when they are equal. ``BatchAxisWatch`` refuses it, by name, as it happens: an integer index, or
-iteration, on the first axis of the batch tensor itself.
+iteration, on the first axis of the batch tensor itself. A module watches the first recording of each input
+shape (``QuantumModule.record``): a function that indexes the batch only on some later call, after a branch on
+values, is not caught.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ An executor whose optimiser respects barriers (class attribute ``fold_barriers =
 executors) gets a ``FoldBarrier`` between folded blocks instead, and ``keep_gates=False``: it runs the
 folded circuits as it runs any other (Qiskit: at its ``optimization_level``), so the scale-factor-1
 circuit is exactly the unmitigated one and "noisy" equals ZNE's own noisy value at scale 1.
-The extrapolation is differentiable: d(mitigated)/d(noisy) from ``ZNE.combine`` is applied by the
+An executor that knows the gates its noise acts on (method ``native_operations(tape)``: a PennyLane device with
+a noise transform, whose noise follows each of its own gates) gets those gates folded, so that each fold adds
+the noise of one gate. The extrapolation is differentiable: d(mitigated)/d(noisy) from ``ZNE.combine`` is applied by the
 chain rule to whatever gradients the executor gives (autograd or the parameter-shift rule).
 """
 
@@ -40,7 +42,12 @@ def execute(executor: QuantumExecutor, tapes: Any, config: ExecutionConfig) -> E
     tapes = list(tapes)
     n_folds = len(zne.scale_factors)
     barriers = bool(getattr(executor, "fold_barriers", False))  # an optimising executor: folds need protecting
-    folded = [f for tape in tapes for f in fold_tape(tape, zne, config.wires, barriers)]
+    native = getattr(executor, "native_operations", None)  # the gates its noise meets, where it knows them
+    folded = [
+        f
+        for tape in tapes
+        for f in fold_tape(tape, zne, config.wires, barriers, native(tape) if callable(native) else None)
+    ]
     run = executor.execute(folded, config.replace(mitigation=None, keep_gates=not barriers))
     results, records = [], []
     for i, tape in enumerate(tapes):

@@ -3,8 +3,11 @@
 - A PennyLane ``QNode`` (what ``qml.qnn.TorchLayer`` takes) gives its quantum function (``qnode.func``),
   its device (the backend unless ``backend=`` is given) and its ``diff_method``.
 - A PennyLane device object (``qml.device("default.qubit", wires=2)``, ``lightning.qubit``,
-  ``default.mixed``, ...) becomes ``"pennylane:<name>"``, with its shots when set; its wires must
-  include ``0 .. n_qubits-1``.
+  ``default.mixed``, ...) becomes ``"pennylane:<name>"``, with its shots when set (and ``default.mixed``'s
+  ``readout_prob``); its wires must include ``0 .. n_qubits-1``. A device that carries transforms
+  (``qml.noise.insert(dev, ...)``, ``qml.noise.add_noise(dev, noise_model)``, any device transform) or is a
+  subclass of its plugin's class becomes ``"pennylane:<name>"`` with ``device=`` a copy of it
+  (``hybridai.quantum.device_recipes``): the circuits run on that device, its transforms included.
 - A Qiskit ``AerSimulator()`` becomes ``"aer"`` (with its ``noise_model`` when set);
   ``AerSimulator.from_backend(FakeManilaV2())`` and a fake backend instance (``FakeManilaV2()``) become
   ``"aer:fake_manila"`` (the device's noise model, qubit count and layout). Aer's own run options
@@ -22,6 +25,7 @@ from typing import Any, NamedTuple
 
 from hybridai.core.contracts import Backend
 from hybridai.core.errors import ConfigError, invalid
+from hybridai.quantum.device_recipes import DeviceRecipe, is_kept
 
 ACCEPTED = (
     "a backend name such as 'statevector', 'pennylane:default.qubit', 'aer', 'aer:fake_manila' or "
@@ -61,21 +65,24 @@ def unpack_qnode(qfunc: Any, role: str) -> QNodeParts | None:
     return QNodeParts(function, qfunc.device, shots, method if isinstance(method, str) else None)
 
 
-def backend_spec(backend: Any, n_qubits: int | None, shots: Any = None) -> tuple[str | Backend, dict[str, Any]]:
+def backend_spec(
+    backend: Any, n_qubits: int | None, shots: Any = None, argument: str = "backend"
+) -> tuple[str | Backend, dict[str, Any]]:
     """``backend=`` as what the registry takes: ``(name or backend object, options it implies)``.
 
     Names and hybridai backend objects pass unchanged; PennyLane devices and Qiskit backends are mapped
     (see the module docstring); anything else is a ConfigError naming ``backend=`` and what is accepted.
-    ``shots``: a QNode's shots, used instead of its device's."""
+    ``shots``: a QNode's shots, used instead of its device's. ``argument``: the name errors give the value
+    (``"quantum"`` for ``hybridai.place(model, quantum=...)``)."""
     if isinstance(backend, str | Backend):
         return backend, {}
     if _is_pennylane_device(backend):
-        return _from_pennylane(backend, backend.shots if shots is None else shots, n_qubits)
+        return _from_pennylane(backend, backend.shots if shots is None else shots, n_qubits, argument)
     qiskit = _from_qiskit(backend)
     if qiskit is not None:
         return qiskit
     shown = type(backend).__qualname__ if not isinstance(backend, int | float | bool | type(None)) else backend
-    raise invalid("backend", shown, ACCEPTED)
+    raise invalid(argument, shown, ACCEPTED)
 
 
 def _is_pennylane_device(obj: Any) -> bool:
@@ -88,7 +95,7 @@ def _is_pennylane_device(obj: Any) -> bool:
     return isinstance(obj, kinds)
 
 
-def _from_pennylane(device: Any, shots: Any, n_qubits: int | None) -> tuple[str, dict[str, Any]]:
+def _from_pennylane(device: Any, shots: Any, n_qubits: int | None, argument: str) -> tuple[str, dict[str, Any]]:
     """``pennylane:<name>`` with the device's shots; its wires must include ``0 .. n_qubits-1``."""
     name = getattr(device, "short_name", None) or device.name
     wires = getattr(device, "wires", None)
@@ -96,14 +103,18 @@ def _from_pennylane(device: Any, shots: Any, n_qubits: int | None) -> tuple[str,
         missing = [w for w in range(n_qubits) if w not in wires]
         if missing:
             raise ConfigError(
-                f"backend= a {name} device with wires {list(wires)} lacks wires {missing}; accepted: a device whose "
+                f"{argument}= a {name} device with wires {list(wires)} lacks wires {missing}; accepted: a device whose "
                 f"wires include 0..{n_qubits - 1} (n_qubits={n_qubits}), e.g. qml.device({name!r}, wires={n_qubits})"
             )
     options: dict[str, Any] = {}
     if shots is not None and shots.total_shots:
         if shots.has_partitioned_shots:
-            raise invalid("backend", f"a {name} device with shots={shots}", "a device with one number of shots")
+            raise invalid(argument, f"a {name} device with shots={shots}", "a device with one number of shots")
         options["shots"] = int(shots.total_shots)
+    if is_kept(device):  # its transforms (noise insertion, ...) or its own class: kept, never rebuilt by name
+        options["device"] = DeviceRecipe(device)
+    elif name == "default.mixed" and getattr(device, "readout_err", None) is not None:
+        options["readout_prob"] = device.readout_err
     return f"pennylane:{name}", options
 
 

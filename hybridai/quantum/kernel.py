@@ -50,6 +50,8 @@ from hybridai.quantum.gram import block_rows, check_max_memory, fidelity_block, 
 from hybridai.quantum.kernel_matrices import target_alignment
 from hybridai.quantum.mitigation.folding import inverse
 from hybridai.quantum.module import QuantumModule, check_finite
+from hybridai.quantum.qiskit.circuit_function import adopt_kernel_circuit
+from hybridai.quantum.qnode_transforms import qnode_transforms
 from hybridai.quantum.rebinding import Rebinding
 from hybridai.quantum.recording import recording
 from hybridai.quantum.weights import WeightInit, check_weight_shapes, register_weights
@@ -121,8 +123,12 @@ class QuantumKernel(QuantumModule):
         feature_map: PennyLane quantum function ``feature_map(x, **params)`` preparing |phi(x)>;
             ``x`` is a batch ``[N, F]``, index features as ``x[..., i]`` so batches broadcast. A
             ``qml.QNode`` of one gives its function, its device (the backend unless ``backend`` is given)
-            and its ``diff_method`` (used when ``diff_method`` is ``"best"`` and the backend accepts it).
-        n_qubits: number of wires, labelled ``0 .. n_qubits-1``; at most the backend's ``max_qubits``.
+            and its ``diff_method`` (used when ``diff_method`` is ``"best"`` and the backend accepts it); its
+            transforms rewrite the feature map (``hybridai.quantum.qnode_transforms``), or are refused by name.
+            Or a Qiskit ``QuantumCircuit`` as ``FidelityQuantumKernel(feature_map=circuit)`` takes it: the features
+            bound to ``circuit.parameters`` in Qiskit's order (``hybridai.quantum.qiskit.circuit_function``).
+        n_qubits: number of wires, labelled ``0 .. n_qubits-1``; at most the backend's ``max_qubits``. Required
+            for a quantum function; a Qiskit circuit gives its own.
         weight_shapes: ``{name: shape}`` of trainable parameters passed to ``feature_map`` (default none).
         kind: ``"fidelity"`` (default) or ``"projected"``.
         gamma: RBF width of the projected kernel (1 / squared Frobenius distance units; default 1.0).
@@ -146,6 +152,8 @@ class QuantumKernel(QuantumModule):
             same circuit, as ``QuantumLayer`` does (``hybridai.quantum.rebinding``: per shape, dtype and device
             of ``x`` and of every parameter, and shots); ``False`` records ``feature_map`` on every call (for a
             feature map whose circuit changes with outside state).
+        training_params: with a Qiskit circuit, its trainable ``Parameter``s (``TrainableFidelityQuantumKernel``'s
+            ``training_parameters``): the entries of one tensor ``weights``; the other parameters are the features.
         **backend_options: passed to the backend (``seed=...`` for reproducible shots); they override the
             options a device or Qiskit backend object implies.
     """
@@ -153,7 +161,7 @@ class QuantumKernel(QuantumModule):
     def __init__(
         self,
         feature_map: Callable[..., Any],
-        n_qubits: int,
+        n_qubits: int | None = None,
         weight_shapes: Mapping[str, int | tuple[int, ...]] | None = None,
         *,
         kind: str = "fidelity",
@@ -169,10 +177,17 @@ class QuantumKernel(QuantumModule):
         gram_memory: int | None = None,
         progress: bool | None = None,
         rebind: bool = True,
+        training_params: Any = None,
         **backend_options: Any,
     ) -> None:
         super().__init__()
+        circuit = adopt_kernel_circuit(
+            feature_map, n_qubits, weight_shapes, n_features, training_params=training_params
+        )
+        if circuit is not None:  # a Qiskit circuit, as FidelityQuantumKernel (trainable: training_params) takes it
+            feature_map, n_qubits, weight_shapes, n_features = circuit
         self._rebinding = Rebinding(rebind)
+        self.qnode_transforms = qnode_transforms(feature_map, "feature_map")  # rewrites of the feature map
         feature_map, backend, backend_options, qnode_method = adopt_circuit(
             feature_map, "feature_map", backend, positive_int("n_qubits", n_qubits), backend_options
         )
@@ -243,6 +258,8 @@ class QuantumKernel(QuantumModule):
             return self.check_tape(tape, "feature_map"), None
 
         tape, _ = self._rebinding.recorded({"x": x, **weights}, self.shots, record)
+        if self.qnode_transforms is not None:
+            tape = self.qnode_transforms.rewrite(tape)
         return list(tape.operations)  # new objects either way: the template keeps copies of its own
 
     def draw(self, x: Any, y: Any = None, **qml_draw_kwargs: Any) -> str:
@@ -470,4 +487,4 @@ class QuantumKernel(QuantumModule):
     def extra_repr(self) -> str:
         shots = f", shots={self.shots}" if self.shots else ""
         gamma = f", gamma={self.gamma}" if self.kind == "projected" else ""
-        return f"n_qubits={self.n_qubits}, kind={self.kind!r}{gamma}, backend={self.backend!r}{shots}"
+        return f"n_qubits={self.n_qubits}, kind={self.kind!r}{gamma}, {self.backend_repr()}{shots}"

@@ -24,6 +24,7 @@ bf16/fp16; the next classical layer casts them down as autocast does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,6 +36,8 @@ from hybridai.quantum.drawing import draw_tape
 from hybridai.quantum.execution import check_mitigation
 from hybridai.quantum.framework_objects import adopt_circuit, adopt_qnode_diff_method
 from hybridai.quantum.module import QuantumModule, check_finite
+from hybridai.quantum.qiskit.circuit_function import adopt_layer_circuit, torch_connector_init
+from hybridai.quantum.qnode_transforms import qnode_transforms
 from hybridai.quantum.rebinding import Rebinding
 from hybridai.quantum.weights import WeightInit, check_weight_shapes, register_weights, takes_inputs
 
@@ -50,15 +53,23 @@ class QuantumLayer(QuantumModule):
             without inputs) returning ``qml.expval``/``qml.var``/``qml.probs`` measurements (one or a sequence;
             see the module docstring for the output shape); or a ``qml.QNode`` of such a function, whose device
             (with its shots) is the backend unless ``backend`` is given, and whose ``diff_method`` is used when
-            ``diff_method`` is left at ``"best"`` and the backend accepts it.
+            ``diff_method`` is left at ``"best"`` and the backend accepts it. The QNode's own transforms
+            (``@qml.transforms.merge_rotations``, ``qml.noise.add_noise(qnode, ...)``) apply on any backend, or are
+            refused by name (``hybridai.quantum.qnode_transforms``). Or a Qiskit ``QuantumCircuit`` with
+            ``Parameter``s, taken as ``EstimatorQNN`` + ``TorchConnector`` take it (``input_params``, ``weight_params``,
+            ``observables``; ``hybridai.quantum.qiskit.circuit_function``): inputs ``[B, len(input_params)]``, one
+            trainable tensor ``weights`` of shape ``(len(weight_params),)`` initialised uniform in [-1, 1] as
+            TorchConnector does, outputs ``[B, n_observables]``.
         n_qubits: number of wires, labelled ``0 .. n_qubits-1``; at most the backend's
-            ``capabilities.max_qubits`` (5 on ``aer:fake_manila``).
+            ``capabilities.max_qubits`` (5 on ``aer:fake_manila``). Required for a quantum function; a Qiskit
+            circuit gives its own (Qiskit qubit q is wire q).
         weight_shapes: ``{name: shape}`` of the trainable arrays passed to ``qfunc`` (default none).
         backend: where the circuit runs (default ``"statevector"``, hybridai's exact torch simulator): a
             registry name (``"pennylane:default.qubit"``, ``"aer:fake_manila"``, ...), a backend object
             (``hybridai.backends.get(...)``), a PennyLane device (``qml.device("lightning.qubit", wires=2)``:
-            ``"pennylane:lightning.qubit"`` with its shots) or a Qiskit backend (``AerSimulator()``: ``"aer"``
-            with its noise model; ``FakeManilaV2()``: ``"aer:fake_manila"``).
+            ``"pennylane:lightning.qubit"`` with its shots; a device with transforms, ``qml.noise.insert(dev, ...)``,
+            runs as itself: ``"pennylane:default.mixed"`` with ``device=`` a copy of it) or a Qiskit backend
+            (``AerSimulator()``: ``"aer"`` with its noise model; ``FakeManilaV2()``: ``"aer:fake_manila"``).
         shots: ``None`` for exact expectations, or a number of shots per evaluation (overrides the backend's).
         diff_method: gradient method, one of the backend's ``capabilities.diff_methods`` (default ``"best"``:
             the backend's own choice).
@@ -71,6 +82,11 @@ class QuantumLayer(QuantumModule):
             circuit (``hybridai.quantum.rebinding``: parameters that are the arguments themselves, no value read
             in ``qfunc``, the same circuit on the first two calls per input shape); ``False`` records ``qfunc``
             on every call (for a ``qfunc`` whose circuit changes with outside state).
+        input_params: with a Qiskit circuit, the ``Parameter``s bound to the input columns, in order (default none).
+        weight_params: with a Qiskit circuit, the ``Parameter``s bound to the entries of ``weights`` (default none).
+            Every circuit parameter is in exactly one of the two lists.
+        observables: with a Qiskit circuit, a ``SparsePauliOp`` (or ``Pauli``, or another ``BaseOperator``) on its
+            qubits, or a list of them, one output each; default Z on every qubit (EstimatorQNN's default).
         **backend_options: passed to the backend (``seed=...`` for example); they override the options a
             device or Qiskit backend object implies.
     """
@@ -78,7 +94,7 @@ class QuantumLayer(QuantumModule):
     def __init__(
         self,
         qfunc: Callable[..., Any],
-        n_qubits: int,
+        n_qubits: int | None = None,
         weight_shapes: Mapping[str, int | tuple[int, ...]] | None = None,
         *,
         backend: str | None = None,
@@ -88,11 +104,20 @@ class QuantumLayer(QuantumModule):
         n_inputs: int | None = None,
         mitigation: Any = None,
         rebind: bool = True,
+        input_params: Any = None,
+        weight_params: Any = None,
+        observables: Any = None,
         **backend_options: Any,
     ) -> None:
         super().__init__()
+        circuit = adopt_layer_circuit(qfunc, n_qubits, weight_shapes, n_inputs, input_params=input_params,
+                                      weight_params=weight_params, observables=observables)  # fmt: skip
+        if circuit is not None:  # a Qiskit circuit, as EstimatorQNN + TorchConnector take it
+            qfunc, n_qubits, weight_shapes, n_inputs = circuit
+            init = torch_connector_init if init is None else init
         self.n_qubits = positive_int("n_qubits", n_qubits)
         self._rebinding = Rebinding(rebind)
+        self.qnode_transforms = qnode_transforms(qfunc, "qfunc")  # a QNode's own transforms, applied in run
         qfunc, backend, backend_options, qnode_method = adopt_circuit(
             qfunc, "qfunc", backend, self.n_qubits, backend_options
         )
@@ -155,6 +180,7 @@ class QuantumLayer(QuantumModule):
         def record() -> tuple[Any, bool]:
             returned: list[Any] = []
 
+            @functools.wraps(self.qfunc)  # its signature names the inputs in messages
             def qfunc(*args: Any, **weights: Any) -> Any:
                 returned.append(self.qfunc(*args, **weights))
                 return returned[-1]
@@ -200,6 +226,13 @@ class QuantumLayer(QuantumModule):
                 ShapeError,
             )  # fmt: skip
 
+    def run(self, tapes: list[Any]) -> list[Any]:
+        """Results of ``tapes`` on this layer's backend, through the QNode's own transforms when it has some
+        (``hybridai.quantum.qnode_transforms``: transformed, run in one backend call, post-processed)."""
+        if self.qnode_transforms is None:
+            return super().run(tapes)
+        return self.qnode_transforms.run(tapes, super().run)
+
     def working_dtype(self, incoming: torch.dtype | None = None) -> torch.dtype:
         """The real dtype this layer computes in under autocast (float64, or float32 for complex64)."""
         return quantum_dtype(self.resolved_backend)
@@ -244,4 +277,4 @@ class QuantumLayer(QuantumModule):
 
     def extra_repr(self) -> str:
         shots = f", shots={self.shots}" if self.shots else ""
-        return f"n_qubits={self.n_qubits}, weight_shapes={self.weight_shapes}, backend={self.backend!r}{shots}"
+        return f"n_qubits={self.n_qubits}, weight_shapes={self.weight_shapes}, {self.backend_repr()}{shots}"

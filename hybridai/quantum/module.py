@@ -58,6 +58,7 @@ class QuantumModule(HybridModule):
     domain = "quantum"
     default_backend = "statevector"
     last_execution: Execution | None = None
+    qnode_transforms: Any = None  # a QNode's own transforms (hybridai.quantum.qnode_transforms), set by subclasses
 
     @property
     def wires(self) -> list[int]:
@@ -70,6 +71,14 @@ class QuantumModule(HybridModule):
         spec, implied = backend_spec(backend, getattr(self, "n_qubits", None))
         super().set_backend(spec, **{**implied, **options})
         return self
+
+    def backend_repr(self) -> str:
+        """``backend='pennylane:default.mixed'``, with the user's device when it runs on one (its transforms shown)
+        and the QNode's own transforms, for reprs."""
+        device = self._backend_options.get("device")
+        shown = f"backend={self.backend!r}" + ("" if device is None else f", device={device!r}")
+        transforms = self.qnode_transforms
+        return shown + ("" if transforms is None else f", qnode_transforms={transforms.names}")
 
     def check_backend(self, backend: Any) -> None:
         """Refuse a backend with fewer qubits (``capabilities.max_qubits``) than this module's ``n_qubits``."""
@@ -104,10 +113,21 @@ class QuantumModule(HybridModule):
         if weights is None:
             weights = self.weight_tensors(args[0].dtype if args else None)
         batch = args[0] if args and torch.is_tensor(args[0]) and args[0].ndim == 2 else None
-        watch = contextlib.nullcontext() if batch is None else BatchAxisWatch(batch, role, _first_argument(function))
+        # the batch axis is watched on the first recording of each input shape (a habit of the code, not of the
+        # values): later recordings run without the watch's cost
+        checked = self.__dict__.setdefault("_batch_axis_checked", set())
+        key = None if batch is None else (role, tuple(batch.shape), batch.dtype)
+        watch = (
+            contextlib.nullcontext()
+            if batch is None or key in checked
+            else BatchAxisWatch(batch, role, _first_argument(function))
+        )
         try:
             with watch:
-                return record(function, *args, shots=self.shots, **weights)
+                tape = record(function, *args, shots=self.shots, **weights)
+            if key is not None:
+                checked.add(key)
+            return tape
         except HybridAIError:
             raise
         except _shape_errors() as exc:

@@ -36,7 +36,7 @@ def width_map(x, w):
 
 
 def branching_map(x, w):
-    if x[0, 0] > 0:  # reads a value: another circuit for other values
+    if x[..., 0].sum() > 0:  # reads a value: another circuit for other values
         qml.Hadamard(1)
     qml.AngleEmbedding(x, wires=range(3))
     qml.BasicEntanglerLayers(w, wires=range(3))

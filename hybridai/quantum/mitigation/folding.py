@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from hybridai.quantum.decomposition import decompose
 from hybridai.quantum.recording import recording
 
 # Gates folded as they are; other operations are decomposed first (templates, Rot, controlled rotations).
@@ -30,26 +31,18 @@ ELEMENTARY = frozenset({
     "U1", "IsingXX", "IsingYY", "IsingZZ", "QubitUnitary", "GlobalPhase",
 })  # fmt: skip
 IGNORED = frozenset({"Identity", "Barrier", "Snapshot"})
-MAX_DEPTH = 12
 
 
 def elementary_ops(ops: Any) -> list[Any]:
-    """``ops`` decomposed until every operation is in ``ELEMENTARY`` (built without queuing)."""
-    out: list[Any] = []
-
-    def add(op: Any, depth: int) -> None:
-        if op.name in IGNORED:
-            return
-        if op.name in ELEMENTARY or not op.has_decomposition or depth >= MAX_DEPTH:
-            out.append(op)
-            return
-        for sub in op.decomposition():
-            add(sub, depth + 1)
-
-    with recording():
-        for op in ops:
-            add(op, 0)
-    return out
+    """``ops`` decomposed until every operation is in ``ELEMENTARY`` or has no decomposition (a noise channel),
+    built without queuing (``hybridai.quantum.decomposition``)."""
+    return decompose(
+        ops,
+        lambda op: op.name in ELEMENTARY or not op.has_decomposition,
+        skip=lambda op: op.name in IGNORED,
+        cannot="zero-noise folding cannot fold",
+        remedy="use gates with shallower decompositions, or mitigation=None",
+    )
 
 
 def _placeholder_gate() -> type:
@@ -127,13 +120,16 @@ def is_fold_barrier(op: Any) -> bool:
     return isinstance(op, fold_barrier_class())
 
 
-def fold_tape(tape: Any, zne: Any, wires: Any, barriers: bool = False) -> list[Any]:
+def fold_tape(tape: Any, zne: Any, wires: Any, barriers: bool = False, gates: list[Any] | None = None) -> list[Any]:
     """One folded copy of ``tape`` per scale factor of ``zne`` (same measurements and shots); with
-    ``barriers`` a ``FoldBarrier`` on ``wires`` between folded blocks."""
+    ``barriers`` a ``FoldBarrier`` on ``wires`` between folded blocks. ``gates``: the tape's operations as the
+    executor runs them, folded one by one (default: ``elementary_ops``); ignored where one acts off ``wires``."""
     import pennylane as qml
 
-    ops = elementary_ops(tape.operations)
     position = {w: i for i, w in enumerate(wires)}
+    if gates is None or any(w not in position for op in gates for w in op.wires):
+        gates = elementary_ops(tape.operations)
+    ops = [op for op in gates if op.name not in IGNORED]
     structure = tuple(tuple(position[w] for w in op.wires) or (0,) for op in ops)
     folded = []
     with recording():
