@@ -39,6 +39,8 @@ from torch import nn
 from hybridai.core.errors import ShapeError, invalid
 from hybridai.core.module import HybridModule
 from hybridai.spiking.layout import check_sequence
+from hybridai.spiking.parameters import shown_value
+from hybridai.spiking.state import check_finite
 
 INPUTS = ("delta", "value")
 _RECORD: contextvars.ContextVar[MessageRecord | None] = contextvars.ContextVar("sigma_delta_record", default=None)
@@ -165,9 +167,12 @@ class SigmaDelta(HybridModule):
             raise invalid("x.dtype", x.dtype, "a floating tensor", ShapeError)
         if self.features is not None and x.shape[-1] != self.features:
             raise invalid("x.shape", tuple(x.shape), f"[T, B, {self.features}] (features={self.features})", ShapeError)
+        self._check_bias(x)
         grid = x / self.scale
         sigma = torch.cumsum(_floor_ste(grid), dim=0) if self.input == "delta" else _round_ste(grid)
-        steps = torch.relu(sigma + _round_ste(self.bias.to(x.dtype) / self.scale))
+        before = sigma + _round_ste(self.bias.to(x.dtype) / self.scale)
+        check_finite(x, before.detach(), [], "x", what="activation")  # as LIF: NaN, inf and overflows, named
+        steps = torch.relu(before)
         messages = self._encode(steps.detach())
         exact = torch.diff(steps, dim=0, prepend=torch.zeros_like(steps[:1]))
         out = (messages + exact - exact.detach()) * self.scale
@@ -175,6 +180,19 @@ class SigmaDelta(HybridModule):
         if record is not None:
             record.messages.append(out)
         return out
+
+    def _check_bias(self, x: torch.Tensor) -> None:
+        """The bias on ``x``'s device and finite (a learnt one can be trained to NaN), else an error naming it."""
+        if self.bias.device != x.device:
+            raise invalid(
+                "x.device",
+                str(x.device),
+                f"the device of the layer's bias ({self.bias.device}); move the layer with .to({str(x.device)!r}) "
+                "or the input with .to(...)",
+                ShapeError,
+            )
+        if not bool(torch.isfinite(self.bias.detach()).all()):
+            raise invalid("bias", shown_value(self.bias.detach()), "finite values")
 
     def _encode(self, steps: torch.Tensor) -> torch.Tensor:
         """Integer activations ``[T, ...]`` -> integer delta messages (the threshold rule, no gradient)."""

@@ -74,8 +74,10 @@ def from_snntorch(net: nn.Module, *, output: str = "spikes", dt: float = 1e-3) -
     and is refused.
 
     Refused with a ``ConfigError`` naming the layer (``net[2]``, ``net.fc3``) and the attribute:
-    any other layer type (subclasses included), a layer with forward hooks, and what hybridai's
-    neurons do not reproduce: ``reset_mechanism="none"``, ``reset_delay=False``, ``inhibition``,
+    any other layer type (subclasses included); any other snnTorch module as a whole, never by its
+    children (``RLeaky``, ``RSynaptic``, ``SLSTM``, ``SConv2dLSTM``: hybridai has no recurrent neuron,
+    and their recurrent Linear or Conv2d belongs to the neuron); a layer with forward hooks; and what
+    hybridai's neurons do not reproduce: ``reset_mechanism="none"``, ``reset_delay=False``, ``inhibition``,
     ``state_quant``, a ``graded_spikes_factor`` other than 1 or a learnt one.
     """
     snn = _snntorch()
@@ -109,6 +111,10 @@ def _layers(module: nn.Module, where: str, neuron_types: tuple[type, ...]) -> It
         _check_plain(where, module)
         yield where, module
         return
+    if _from_snntorch(module):
+        # an snnTorch layer not converted (RLeaky, SLSTM, ...) is refused whole: its children (recurrent
+        # weights) belong to the neuron, and converting them alone would drop the neuron
+        raise invalid(where, type(module).__name__, ACCEPTED)
     if type(module) is not nn.Sequential and (isinstance(module, nn.Sequential) or not list(module.children())):
         raise invalid(where, type(module).__name__, ACCEPTED)
     if type(module) is not nn.Sequential:
@@ -116,6 +122,11 @@ def _layers(module: nn.Module, where: str, neuron_types: tuple[type, ...]) -> It
     for name, child in module.named_children():
         index = f"[{name}]" if isinstance(module, nn.Sequential) else f".{name}"
         yield from _layers(child, where + index, neuron_types)
+
+
+def _from_snntorch(module: nn.Module) -> bool:
+    """Whether ``module``'s class is snnTorch's or built on one of snnTorch's (``RLeaky``, a subclass of ``Leaky``)."""
+    return any((getattr(cls, "__module__", None) or "").split(".")[0] == "snntorch" for cls in type(module).__mro__)
 
 
 def _check_plain(where: str, module: nn.Module) -> None:

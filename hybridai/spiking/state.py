@@ -64,8 +64,12 @@ def _first_non_finite_step(x: torch.Tensor) -> int | None:
     return int(bad[0]) if len(bad) else None
 
 
-def check_finite(x: torch.Tensor, last_mem: torch.Tensor, initial: list[torch.Tensor], argument: str = "x") -> None:
-    """A NaN or inf anywhere in ``x`` or the state persists to the last membrane: name where it came from."""
+def check_finite(
+    x: torch.Tensor, last_mem: torch.Tensor, initial: list[torch.Tensor], argument: str = "x", *, what: str = "membrane"
+) -> None:
+    """A NaN or inf anywhere in ``x`` or the state persists to the last membrane: name where it came from.
+
+    ``last_mem`` may be any result that a NaN or inf reaches (SigmaDelta passes its activations, ``what``)."""
     if torch.isfinite(last_mem).all():
         return
     step = _first_non_finite_step(x)
@@ -78,7 +82,7 @@ def check_finite(x: torch.Tensor, last_mem: torch.Tensor, initial: list[torch.Te
     raise invalid(
         argument,
         f"a tensor with |values| up to {largest:.4g}",
-        f"inputs whose membrane stays finite in {x.dtype} (it overflowed to inf)",
+        f"inputs whose {what} stays finite in {x.dtype} (it overflowed to inf)",
     )
 
 

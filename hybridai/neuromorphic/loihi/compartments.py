@@ -46,6 +46,7 @@ from hybridai.neuromorphic.loihi.fixed_point import abs_max, count_entering, lav
 QUIRKS = ("nengo", "lava")
 V_LIMIT = (1 << 23) - 1  # Lava's voltage clip, and the widest vmin/vmax nengo-loihi can express
 WEIGHT_EXP_RANGE = (-8, 7)
+DEVICE_TYPES = ("cpu", "cuda")  # where the emulators run (a meta tensor has no values)
 
 # register: (low, high) inclusive
 RANGES: dict[str, tuple[int, int]] = {
@@ -422,6 +423,8 @@ def check_integer(x: Any, argument: str, *, rank: int | None = 3, non_negative: 
     what = "a torch.Tensor of integers" + (f" with {rank} dimensions{dims}" if rank else "")
     if not torch.is_tensor(x):
         raise invalid(argument, type(x).__name__, what, ShapeError)
+    if x.device.type not in DEVICE_TYPES:  # a meta tensor has no values to emulate
+        raise invalid(f"{argument}.device", str(x.device), "a tensor on the CPU or a CUDA device", ShapeError)
     if rank is not None and (x.ndim != rank or 0 in x.shape):
         raise invalid(f"{argument}.shape", tuple(x.shape), f"a non-empty tensor with {rank} dimensions", ShapeError)
     if x.is_complex():

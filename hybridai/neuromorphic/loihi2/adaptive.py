@@ -76,11 +76,7 @@ class AdaptiveLIFConfig:
         for name, high in LIMITS.items():
             object.__setattr__(self, name, bounded_int(name, getattr(self, name), 0, high))
         for name, low, high in (("bias_mant", -(2**15), 2**15 - 1), ("bias_exp", -31, 31)):
-            accepted = f"an int or a 1-D integer tensor [N] in [{low}, {high}]"
-            value = integer_register(name, getattr(self, name), accepted)
-            tensor = torch.as_tensor(value)
-            if bool((tensor < low).any()) or bool((tensor > high).any()):
-                raise invalid(name, value, accepted)
+            value = integer_register(name, getattr(self, name), low=low, high=high)
             object.__setattr__(self, name, value)
 
 

@@ -43,6 +43,7 @@ from torch import nn
 
 from hybridai.core.errors import ShapeError, invalid
 from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork, LayerActivity
+from hybridai.neuromorphic.loihi.plan import check_device
 from hybridai.neuromorphic.loihi2.network import Convolution, GradedLayer, run_graded_network
 from hybridai.neuromorphic.loihi2.sigma_delta import SigmaDeltaConfig
 from hybridai.spiking.graph import LayerNode, lower
@@ -304,8 +305,10 @@ def _activity(
     )
 
 
-def compile_network(model: Any, *, device: torch.device) -> Loihi2Network:
-    """Quantize ``model`` (see the module docstring) and return the runnable network."""
+def compile_network(model: Any, *, device: torch.device | str) -> Loihi2Network:
+    """Quantize ``model`` (see the module docstring) and return the runnable network on ``device`` (``"cpu"``, or
+    a CUDA device this machine has; anything else is refused by name)."""
+    device = check_device(device)
     stages, decoder = parse(model)
     plans = plan(stages)
     synapse = stages[1].dense if len(stages) > 1 else None

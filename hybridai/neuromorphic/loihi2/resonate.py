@@ -20,13 +20,15 @@ import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 from hybridai.core.errors import ShapeError, invalid
 from hybridai.neuromorphic.loihi.compartments import check_integer, int32
-from hybridai.neuromorphic.loihi2.registers import integer_register, per_neuron
+from hybridai.neuromorphic.loihi2.registers import INT32, integer_register, per_neuron
 
 ONE = 2**15  # lct and lst are fractions of 2^15
+UTH = f"an int in [{INT32[0]}, {INT32[1]}] (one threshold for the group, an int32 register as in Lava)"
 
 
 def part(x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
@@ -45,24 +47,27 @@ class ResonateFireConfig:
 
     def __post_init__(self) -> None:
         for name in ("lct", "lst"):
-            value = integer_register(
-                name, getattr(self, name), "an int or a 1-D integer tensor [N] (a fraction of 2^15)"
-            )
-            if bool((torch.as_tensor(value).abs() > ONE).any()):
-                raise invalid(name, value, f"integers in [-{ONE}, {ONE}] (a fraction of 2^15)")
-            object.__setattr__(self, name, value)
-        if isinstance(self.uth, bool) or not isinstance(self.uth, int):
-            raise invalid("uth", self.uth, "an int (one threshold for the group)")
+            accepted = f"an int or a 1-D integer tensor [N] in [-{ONE}, {ONE}] (a fraction of 2^15)"
+            object.__setattr__(self, name, integer_register(name, getattr(self, name), accepted, low=-ONE, high=ONE))
+        uth = self.uth
+        if torch.is_tensor(uth) or isinstance(uth, np.ndarray):  # one threshold for the group, as in Lava
+            raise invalid("uth", uth, UTH)
+        object.__setattr__(self, "uth", integer_register("uth", uth, UTH))
 
     @classmethod
     def from_frequency(cls, freqs: Any, decay_tau: Any, dt: float = 0.001, uth: int = 1) -> ResonateFireConfig:
         """Registers for oscillation frequencies ``freqs`` (Hz) decaying with ``decay_tau`` (s), ``dt`` s per step."""
-        f = torch.as_tensor(freqs, dtype=torch.float64)
-        tau = torch.as_tensor(decay_tau, dtype=torch.float64)
+        f = _reals("freqs", freqs, "finite frequencies in Hz (a number, or a sequence or tensor of numbers)")
+        tau = _reals("decay_tau", decay_tau, "time constants > 0 in seconds (a number, or one per frequency)")
         if not bool(torch.isfinite(f).all()):
             raise invalid("freqs", freqs, "finite frequencies in Hz")
         if not bool((tau > 0).all()) or bool(torch.isnan(tau).any()):
             raise invalid("decay_tau", decay_tau, "time constants > 0 in seconds")
+        try:
+            torch.broadcast_shapes(f.shape, tau.shape)
+        except RuntimeError:
+            shapes = f"shape {tuple(tau.shape)} against freqs of shape {tuple(f.shape)}"
+            raise invalid("decay_tau", decay_tau, f"one time constant, or one per frequency (got {shapes})") from None
         if not (isinstance(dt, int | float) and not isinstance(dt, bool) and math.isfinite(dt) and dt > 0):
             raise invalid("dt", dt, "a time step > 0 in seconds")
         decay, angle = torch.exp(-dt / tau), 2 * math.pi * f * dt
@@ -71,6 +76,21 @@ class ResonateFireConfig:
         if lct.ndim == 0:
             return cls(int(lct), int(lst), uth)
         return cls(lct.reshape(-1), lst.reshape(-1), uth)
+
+
+def _reals(argument: str, value: Any, accepted: str) -> torch.Tensor:
+    """``value`` (a real number, or a sequence or tensor of them; not bools) as float64, else a ConfigError."""
+    if isinstance(value, bool | np.bool_) or (
+        torch.is_tensor(value) and (value.dtype == torch.bool or value.is_complex())
+    ):
+        raise invalid(argument, value, accepted)
+    try:
+        array = np.asarray(value.detach().cpu() if torch.is_tensor(value) else value)
+    except (TypeError, ValueError, RuntimeError, NotImplementedError):  # NotImplementedError: a meta tensor
+        raise invalid(argument, value, accepted) from None
+    if array.size == 0 or array.dtype.kind not in "iuf":  # strings, None, objects, complex, bools, ragged lists
+        raise invalid(argument, value, accepted)
+    return torch.as_tensor(array.astype(np.float64))
 
 
 class ResonateFireRun(NamedTuple):

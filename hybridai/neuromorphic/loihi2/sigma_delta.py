@@ -10,7 +10,9 @@ Semantics from lava-nc/lava ``src/lava/proc/sdn/models.py`` (``PySigmaDeltaModel
 4. threshold:
    - ``cum_error=False``: send ``delta`` where ``|delta| >= vth``, else 0;
    - ``cum_error=True``: ``error += delta``; send ``delta`` where ``|error| >= vth``, else 0; ``error`` is
-     zeroed where something was sent (Lava adds the carried residue to ``error`` as well: kept as it is);
+     zeroed where ``|sent| > 0`` (Lava adds the carried residue to ``error`` as well: kept as it is);
+   ``|x|`` is numpy's int32 absolute value, which leaves -2^31 negative: a delta (or error) of exactly -2^31
+   is not sent and stays in the residue (and the error), and a message of -2^31 does not zero the error;
 5. ``residue = delta - sent``; ``act_prev = act``;
 6. the message is ``sent >> state_exp`` (arithmetic shift: floor for negatives; the bits shifted out are lost,
    not carried).
@@ -30,9 +32,10 @@ import torch
 
 from hybridai.core.errors import bounded_int, invalid
 from hybridai.neuromorphic.loihi.compartments import check_integer
-from hybridai.neuromorphic.loihi2.registers import integer_register, per_neuron
+from hybridai.neuromorphic.loihi2.registers import INT32, integer_register, per_neuron
 
 ACTIVATIONS = ("relu", "unit")
+VTH = f"an int or a 1-D integer tensor [N] in [0, {INT32[1]}] (a threshold on |delta|, an int32 register as in Lava)"
 
 
 def _wrap_(x: torch.Tensor) -> torch.Tensor:
@@ -40,9 +43,16 @@ def _wrap_(x: torch.Tensor) -> torch.Tensor:
     return x.add_(2**31).bitwise_and_(2**32 - 1).sub_(2**31)
 
 
+def _abs32(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """``|x|`` of int32 values (held in int64) as numpy int32 computes it, into ``out``: ``|-2^31|`` wraps back to
+    -2^31, so that Lava's ``|x| >= vth`` (with ``vth >= 0``) fails there and ``|x| > 0`` too."""
+    return _wrap_(torch.abs(x, out=out))
+
+
 @dataclass(frozen=True)
 class SigmaDeltaConfig:
-    """Registers of a group of sigma-delta neurons (integers; ``bias`` one value or one per neuron)."""
+    """Registers of a group of sigma-delta neurons (integers; ``vth`` and ``bias`` one value or one per neuron,
+    each within int32, the width of Lava's registers)."""
 
     vth: Any
     bias: Any = 0
@@ -51,10 +61,8 @@ class SigmaDeltaConfig:
     activation: str = "relu"
 
     def __post_init__(self) -> None:
-        for name in ("vth", "bias"):
-            object.__setattr__(self, name, integer_register(name, getattr(self, name)))
-        if bool((torch.as_tensor(self.vth) < 0).any()):
-            raise invalid("vth", self.vth, "integers >= 0 (a threshold on |delta|)")
+        object.__setattr__(self, "vth", integer_register("vth", self.vth, VTH, low=0))
+        object.__setattr__(self, "bias", integer_register("bias", self.bias))
         bounded_int("state_exp", self.state_exp, 0, 31)
         if not isinstance(self.cum_error, bool):
             raise invalid("cum_error", self.cum_error, "True or False")
@@ -198,11 +206,11 @@ def _stepwise(config: SigmaDeltaConfig, a_in: torch.Tensor, vth: torch.Tensor, b
         _wrap_(torch.sub(act, act_prev, out=delta).add_(residue))
         if config.cum_error:
             _wrap_(error.add_(delta))
-            torch.ge(torch.abs(error, out=magnitude), vth, out=over)
+            torch.ge(_abs32(error, magnitude), vth, out=over)
             torch.mul(delta, over, out=sent)
-            error.mul_(torch.eq(sent, 0, out=over))  # zeroed where a message went out
+            error.mul_(torch.le(_abs32(sent, magnitude), 0, out=over))  # zeroed where int32 |sent| > 0
         else:
-            torch.ge(torch.abs(delta, out=magnitude), vth, out=over)
+            torch.ge(_abs32(delta, magnitude), vth, out=over)
             torch.mul(delta, over, out=sent)
         _wrap_(torch.sub(delta, sent, out=residue))
         act_prev.copy_(act)
