@@ -11,6 +11,15 @@ from collections.abc import Iterable
 
 import numpy as np
 
+# The largest seed every random generator hybridai seeds takes: numpy's legacy ``RandomState`` (Mitiq's random
+# folding, scikit-learn) takes [0, 2**32 - 1]; torch.Generator.manual_seed, numpy's default_rng, PennyLane and
+# Qiskit Aer take more.
+SEED_MAX = 2**32 - 1
+# The most shots one circuit may ask for: a count every simulator and library stores (a C int; Aer and PennyLane
+# keep each shot, 8 bytes or more, so 2**31 shots are 16 GiB per circuit), whose standard error (2e-5) is below
+# any use of a sampled estimate: shots=None gives exact values.
+SHOTS_MAX = 2**31 - 1
+
 
 class HybridAIError(Exception):
     """Base class of every error hybridai raises on purpose."""
@@ -74,14 +83,24 @@ def invalid(argument: str, value: object, accepted: str, cls: type[HybridAIError
     return cls(f"{argument}={value!r} is not valid; accepted: {accepted}")
 
 
-def positive_int(argument: str, value: object) -> int:
-    """``value`` if it is a positive int (not a bool), else a ConfigError naming ``argument``."""
-    return bounded_int(argument, value, 1)
+def positive_int(argument: str, value: object, high: int | None = None) -> int:
+    """``value`` if it is a positive int (not a bool) and at most ``high`` when given, else a ConfigError naming
+    ``argument``."""
+    return _named_int(argument, value, 1, high)
 
 
-def non_negative_int(argument: str, value: object) -> int:
-    """``value`` if it is an int >= 0 (not a bool), else a ConfigError naming ``argument``."""
-    return bounded_int(argument, value, 0)
+def non_negative_int(argument: str, value: object, high: int | None = None) -> int:
+    """``value`` if it is an int >= 0 (not a bool) and at most ``high`` when given, else a ConfigError naming
+    ``argument``."""
+    return _named_int(argument, value, 0, high)
+
+
+def _named_int(argument: str, value: object, low: int, high: int | None) -> int:
+    """``bounded_int``, whose refusal says "a positive int <= high" (or non-negative) for these two lows."""
+    try:
+        return bounded_int(argument, value, low, high)
+    except ConfigError:
+        raise invalid(argument, value, _int_range(low, high, named=True)) from None
 
 
 def bounded_int(argument: str, value: object, low: int | None = None, high: int | None = None) -> int:
@@ -96,7 +115,9 @@ def bounded_int(argument: str, value: object, low: int | None = None, high: int 
     return int(value)
 
 
-def _int_range(low: int | None, high: int | None) -> str:
+def _int_range(low: int | None, high: int | None, named: bool = False) -> str:
+    if named and low in (0, 1) and high is not None:
+        return f"{'a positive' if low else 'a non-negative'} int <= {high}"
     if low is not None and high is not None:
         return f"an int in [{low}, {high}]"
     if low is not None:
@@ -104,14 +125,25 @@ def _int_range(low: int | None, high: int | None) -> str:
     return "an int" if high is None else f"an int <= {high}"
 
 
-def optional_int(argument: str, value: object, low: int = 0) -> int | None:
-    """``None``, or an int >= ``low`` (not a bool); else a ConfigError naming ``argument``."""
+def optional_int(argument: str, value: object, low: int = 0, high: int | None = None) -> int | None:
+    """``None``, or an int in ``[low, high]`` (not a bool; ``high`` optional); else a ConfigError naming
+    ``argument``."""
     if value is None:
         return None
     try:
-        return bounded_int(argument, value, low)
+        return bounded_int(argument, value, low, high)
     except ConfigError:
-        raise invalid(argument, value, f"None or {_int_range(low, None)}") from None
+        raise invalid(argument, value, f"None or {_int_range(low, high, named=True)}") from None
+
+
+def check_shots(value: object, argument: str = "shots") -> int | None:
+    """``None`` (exact, or the backend's default) or a number of shots in ``[1, SHOTS_MAX]``."""
+    return optional_int(argument, value, 1, SHOTS_MAX)
+
+
+def check_seed(value: object, argument: str = "seed") -> int | None:
+    """``None`` (fresh randomness) or a seed in ``[0, SEED_MAX]``, which every generator hybridai seeds takes."""
+    return optional_int(argument, value, 0, SEED_MAX)
 
 
 def suggest(name: str, candidates: Iterable[str], n: int = 3) -> str:

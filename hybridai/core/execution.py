@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from hybridai.core.errors import invalid, optional_int
+from hybridai.core.errors import check_seed, check_shots, invalid
 
 
 @dataclass(frozen=True)
@@ -19,8 +19,8 @@ class ExecutionConfig:
     """Per-call settings of ``QuantumExecutor.execute``.
 
     wires: the register the tapes act on (wire labels, in order: position q is qubit q).
-    shots: ``None`` for the executor's default (exact, or its configured shots), or a positive int.
-    seed: ``None`` for fresh randomness, or an int: the same seed gives the same samples.
+    shots: ``None`` for the executor's default (exact, or its configured shots), or an int in [1, 2**31 - 1].
+    seed: ``None`` for fresh randomness, or an int in [0, 2**32 - 1]: the same seed gives the same samples.
     diff_method: a gradient method from the executor's ``capabilities.diff_methods``.
     mitigation: ``hybridai.ZNE(...)`` or ``None``.
     keep_gates: the tapes were folded on purpose, with nothing marking the folds: the executor must not
@@ -41,8 +41,8 @@ class ExecutionConfig:
         if isinstance(self.wires, str | int) or not hasattr(self.wires, "__iter__"):
             raise invalid("wires", self.wires, "a sequence of wire labels, e.g. (0, 1, 2)")
         object.__setattr__(self, "wires", tuple(self.wires))  # range(3), qml.Wires, lists: one hashable form
-        optional_int("shots", self.shots, 1)
-        optional_int("seed", self.seed, 0)
+        check_shots(self.shots)
+        check_seed(self.seed)
         if not isinstance(self.diff_method, str):
             raise invalid("diff_method", self.diff_method, "a gradient method name such as 'best'")
 

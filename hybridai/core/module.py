@@ -158,13 +158,38 @@ def place(
     resolved = {d: _resolve_target(d, value, options) for d, value in targets.items() if value is not None}
     layers = list(_layers(model))
     adopted = _adopt_foreign(layers, resolved)
-    for name, layer in layers:  # every layer accepts its new backend before any changes
+    _check_layers(layers, adopted, resolved, targets)
+    return _place_tree(model, resolved, adopted, {})
+
+
+def retarget(model: nn.Module, domain: str, backend: Backend | None, requested: Any = None) -> nn.Module:
+    """Every layer of ``domain`` in ``model``, at any depth, on ``backend`` (a configured backend object; None: each
+    keeps its own), a foreign one adopted first: what ``place(model, <domain>=...)`` does to one domain (nothing
+    else moves), checked before anything changes. ``requested``: the value ``backend`` was made from (a PennyLane
+    device, whose wires are checked against each layer's qubits). Returns what stands in place of ``model``."""
+    resolved = {domain: backend}
+    layers = list(_layers(model))
+    adopted = _adopt_foreign(layers, resolved)
+    _check_layers(layers, adopted, resolved, {domain: requested})
+    return _place_tree(model, {} if backend is None else {domain: backend}, adopted, {})
+
+
+def _check_layers(
+    layers: list[tuple[str, nn.Module]],
+    adopted: dict[int, nn.Module],
+    resolved: dict[str, Backend | None],
+    targets: dict[str, Any],
+) -> None:
+    """Every layer of a re-targeted domain accepts its new backend (before any changes): a device's wires against
+    its qubits (``targets``: the values given), its qubit count against the backend's."""
+    for name, layer in layers:
         layer = adopted.get(id(layer), layer)
         if isinstance(layer, HybridModule) and layer.domain in resolved:
             with _about(f"layer {name!r}:"):
-                read_backend(layer.domain, targets[layer.domain], layer)  # a device's wires against its qubits
-                layer.check_backend(resolved[layer.domain])
-    return _place_tree(model, resolved, adopted, {})
+                if targets.get(layer.domain) is not None:
+                    read_backend(layer.domain, targets[layer.domain], layer)
+                if resolved[layer.domain] is not None:
+                    layer.check_backend(resolved[layer.domain])
 
 
 @contextmanager
@@ -187,9 +212,10 @@ def _resolve_target(domain: str, value: Any, options: dict[str, Any]) -> Backend
         return _resolve(spec, domain, {**implied, **options})
 
 
-def _adopt_foreign(layers: list[tuple[str, nn.Module]], resolved: dict[str, Backend]) -> dict[int, nn.Module]:
-    """The hybridai layers that will stand in for the foreign layers of the re-targeted domains, by ``id`` of the
-    foreign layer (one per layer, even where it appears twice); built before anything changes."""
+def _adopt_foreign(layers: list[tuple[str, nn.Module]], resolved: dict[str, Backend | None]) -> dict[int, nn.Module]:
+    """The hybridai layers that will stand in for the foreign layers of the re-targeted domains (on their backend;
+    None: where each runs now), by ``id`` of the foreign layer (one per layer, even where it appears twice); built
+    before anything changes."""
     adopted: dict[int, nn.Module] = {}
     for name, layer in layers:
         foreign = None if isinstance(layer, HybridModule) or id(layer) in adopted else read_layer(layer)

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from hybridai.core.contracts import Backend
-from hybridai.core.errors import invalid
+from hybridai.core.errors import ConfigError, invalid, suggest
 from hybridai.deployment.hybrid import HybridDeployment, deploy_hybrid
 from hybridai.deployment.placed import SegmentCost
 from hybridai.deployment.report import HybridReport, SegmentReport
@@ -51,7 +51,9 @@ def deploy(
     segments by domain (``hybridai.deployment.segments`` gives the rules): each spiking segment is
     compiled for the chip named by ``spiking`` (or copied onto ``"torch[:device]"``), each quantum
     segment's layers are copied onto ``quantum`` (a domain left out keeps each layer's own backend) with
-    ``shots`` and ``mitigation``, each classical segment is copied onto ``classical`` (default
+    ``shots`` and ``mitigation`` (a module of the user's holding a quantum layer at any depth is a quantum segment:
+    its quantum layers move; ``shots`` and ``mitigation`` without quantum layers are refused), each classical segment
+    is copied onto ``classical`` (default
     ``"torch"``). The model itself is not changed. ``quantum`` takes what ``QuantumLayer(backend=...)`` takes:
     a name, a backend object, a PennyLane device (with its shots) or a Qiskit backend (``AerSimulator()`` with
     its noise model, ``FakeManilaV2()``); a ``qml.qnn.TorchLayer`` is quantum, and its copy is adopted as a
@@ -64,6 +66,7 @@ def deploy(
     ``energy``: per-event joules for the chip (see ``hybridai.neuromorphic.energy.energy_model``).
     Every segment that cannot run on its backend is named, with the reason, before anything runs.
     """
+    _refuse_misspelt(options)
     hybrid = {"spiking": spiking, "quantum": quantum, "classical": classical}
     if all(v is None for v in hybrid.values()) and mitigation is None and shots is None:
         for name, value in (("spiking_options", spiking_options), ("quantum_options", quantum_options)):
@@ -92,6 +95,23 @@ def deploy(
         spiking_options=spiking_options,
         quantum_options=quantum_options,
     )
+
+
+KEYWORDS = ("spiking", "quantum", "classical", "mitigation", "shots", "calibration", "energy", "spiking_options",
+            "quantum_options")  # fmt: skip
+
+
+def _refuse_misspelt(options: Mapping[str, Any]) -> None:
+    """A keyword close to one of ``deploy``'s own (``quantom=``) is a typo, not a chip option: named, with both forms'
+    keywords (its value unshown: it may be a token)."""
+    for key in options:
+        hint = suggest(key, KEYWORDS)
+        if hint:
+            raise ConfigError(
+                f"{key}=... is not valid for deploy(); accepted: the hybrid form's "
+                f"{', '.join(k + '=' for k in KEYWORDS)}, or the one-chip form deploy(model, backend, calibration=, "
+                f"energy=, **chip options) (quirks=, device=, ... as the chip takes them).{hint}"
+            )
 
 
 __all__ = [

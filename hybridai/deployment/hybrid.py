@@ -17,7 +17,7 @@ from torch import nn
 
 from hybridai.core import registry
 from hybridai.core.contracts import Backend, ChipCompiler, Placement, QuantumExecutor
-from hybridai.core.errors import ConfigError, HybridAIError, invalid, positive_int
+from hybridai.core.errors import ConfigError, HybridAIError, check_shots, invalid
 from hybridai.core.foreign import read_layer
 from hybridai.deployment.placed import PlacedSegment, place_segment, to_module
 from hybridai.deployment.report import HybridReport, SegmentReport, compare
@@ -44,9 +44,12 @@ def deploy_hybrid(
     """Deploy each segment of ``model`` on the backend of its domain (``hybridai.deploy`` documents it)."""
     if not isinstance(model, nn.Module):
         raise invalid("model", type(model).__name__, "a trained torch.nn.Module (an nn.Sequential of layers)")
-    shots = None if shots is None else positive_int("shots", shots)
+    shots = check_shots(shots)
     segments = cut(model)
     present = {s.domain for s in segments}
+    for name, value in (("shots", shots), ("mitigation", mitigation)):
+        if value is not None and "quantum" not in present:  # refused as quantum= is: nothing would take it
+            raise invalid(name, value, "None: the model has no quantum layers (shots= and mitigation= apply to them)")
     backends = {
         "spiking": _backend("spiking", spiking, spiking_options, present),
         "quantum": _backend("quantum", quantum, quantum_options, present),

@@ -22,13 +22,12 @@ from torch import nn
 
 from hybridai.core.contracts import Backend, ChipCompiler, Placement
 from hybridai.core.execution import ExecutionStats
-from hybridai.core.foreign import read_layer
+from hybridai.core.module import retarget
 from hybridai.deployment.segments import Segment
 from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork
 from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, estimate
 from hybridai.neuromorphic.macs import dense_macs
 from hybridai.quantum.execution import check_mitigation
-from hybridai.quantum.framework_objects import backend_spec
 from hybridai.quantum.module import QuantumModule
 
 
@@ -151,7 +150,7 @@ def place_segment(
         return PlacedSegment(segment, backend, reference, compiled=compiled, energy=energy)
     runner = copy.deepcopy(reference).eval()
     if segment.domain == "quantum":
-        _retarget_quantum(runner, backend, requested, shots, mitigation)
+        runner = _retarget_quantum(runner, backend, requested, shots, mitigation)
     elif isinstance(backend, Placement):
         runner = backend.place(runner)
     quantum = [m for m in runner.modules() if isinstance(m, QuantumModule)]
@@ -160,23 +159,18 @@ def place_segment(
 
 def _retarget_quantum(
     runner: nn.Module, backend: Backend | None, requested: Any, shots: int | None, mitigation: Any
-) -> None:
-    """The quantum segment's layers (copies) on ``backend`` (None: each its own) with ``shots`` and ``mitigation``.
-    A TorchLayer is adopted as a ``QuantumLayer`` first when something is asked of it (a backend, shots or
-    mitigation); else it runs as it is, on its own device."""
+) -> nn.Module:
+    """The quantum segment's layers (copies), at any depth (a QuantumLayer inside a user's block too), on
+    ``backend`` (None: each its own) with ``shots`` and ``mitigation``, as ``hybridai.place`` re-targets them
+    (``retarget``). A TorchLayer is adopted as a ``QuantumLayer`` first when something is asked of it (a backend,
+    shots or mitigation); else it runs as it is, on its own device."""
     if backend is not None or shots is not None or mitigation is not None:
-        for name, child in list(runner.named_children()):
-            foreign = read_layer(child)
-            if foreign is not None:
-                setattr(runner, name, foreign.adopt(backend))
+        runner = retarget(runner, "quantum", backend, requested)  # a device's wires checked against each layer
     for layer in (m for m in runner.modules() if isinstance(m, QuantumModule)):
-        if requested is not None:
-            backend_spec(requested, layer.n_qubits, argument="quantum")  # a device's wires against its qubits
-        if backend is not None:
-            layer.set_backend(backend)
         if shots is not None:
             layer.shots = shots
         layer.mitigation = check_mitigation(layer.resolved_backend, mitigation)
+    return runner
 
 
 __all__ = ["PlacedSegment", "SegmentCost", "place_segment", "to_module"]

@@ -4,7 +4,8 @@ The model is an ``nn.Sequential`` (nested ones are flattened; any other module i
 layer gets a domain by these rules, in order:
 
 - a quantum layer (``QuantumLayer``, any quantum ``HybridModule``, a PennyLane ``qml.qnn.TorchLayer``) is
-  **quantum**;
+  **quantum**, and so is a module of the user's that holds one at any depth (a custom block with a
+  ``QuantumLayer`` inside): its quantum layers go to the quantum backend, the rest of it runs with them;
 - a spiking region is **spiking**: it holds every LIF/CUBA layer, runs forward from it through the
   layers that follow up to and including the first decoder (``SpikeCountDecoder``, ``RateDecoder``,
   ``MembraneDecoder``), and backward from it through the layers that precede it, up to the model's
@@ -81,7 +82,7 @@ def _walk(module: nn.Module, index: str) -> Iterator[tuple[str, nn.Module]]:
 
 
 def _role(module: nn.Module) -> str:
-    if domain_of(module) == "quantum":  # a TorchLayer too (hybridai.core.foreign)
+    if any(domain_of(m) == "quantum" for m in module.modules()):  # a TorchLayer too, and a block holding one
         return "quantum"
     if isinstance(module, LIF | CUBA):
         return "neurons"

@@ -27,6 +27,7 @@ from hybridai.core.errors import invalid
 from hybridai.core.execution import Execution, ExecutionConfig
 from hybridai.quantum.mitigation.folding import fold_tape
 from hybridai.quantum.mitigation.zne import ZNE, ZNEResult
+from hybridai.quantum.returned import check_execution
 
 
 def execute(executor: QuantumExecutor, tapes: Any, config: ExecutionConfig) -> Execution:
@@ -35,7 +36,8 @@ def execute(executor: QuantumExecutor, tapes: Any, config: ExecutionConfig) -> E
     if zne is not None and not isinstance(zne, ZNE):
         raise invalid("mitigation", zne, "None or hybridai.ZNE(...)")
     if zne is None or zne.engine in executor.capabilities.mitigation_engines:
-        return executor.execute(list(tapes), config)
+        tapes = list(tapes)
+        return check_execution(executor, tapes, executor.execute(tapes, config), config.wires)
     if zne.engine != "mitiq":
         raise invalid("mitigation", zne, f"engine='mitiq' on {executor.name!r} (engine={zne.engine!r} needs an "
                       f"executor that runs it itself, such as 'ibm:...')")  # fmt: skip
@@ -49,6 +51,7 @@ def execute(executor: QuantumExecutor, tapes: Any, config: ExecutionConfig) -> E
         for f in fold_tape(tape, zne, config.wires, barriers, native(tape) if callable(native) else None)
     ]
     run = executor.execute(folded, config.replace(mitigation=None, keep_gates=not barriers))
+    check_execution(executor, folded, run, config.wires)
     results, records = [], []
     for i, tape in enumerate(tapes):
         result, record = _extrapolate(run.results[i * n_folds : (i + 1) * n_folds], zne, tape.batch_size)
@@ -95,6 +98,9 @@ def check_mitigation(executor: QuantumExecutor, mitigation: Any) -> Any:
         import warnings
 
         warnings.warn(
-            f"ZNE on the exact, noiseless {executor.name!r} backend changes nothing but the cost", stacklevel=3
+            f"ZNE on the exact, noiseless {executor.name!r} backend has no noise to remove: it runs more circuits and "
+            "corrects nothing (exact values come out the same; values sampled with shots may differ, by shot noise "
+            "only); use mitigation=None here, or a noisy backend",
+            stacklevel=3,
         )
     return mitigation

@@ -22,6 +22,8 @@ def target_alignment(K: torch.Tensor, y: Any, *, centered: bool = False) -> torc
     if not torch.is_tensor(K) or K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
         shape = tuple(K.shape) if torch.is_tensor(K) else type(K).__name__
         raise invalid("K", shape, "a square torch.Tensor [N, N] with N >= 1", ShapeError)
+    if not torch.isfinite(K.detach()).all():  # NaN would come out as the alignment itself
+        raise invalid("K", "a matrix with non-finite values", "finite values only")
     try:
         y = torch.as_tensor(y, device=K.device)
     except (TypeError, ValueError, RuntimeError):

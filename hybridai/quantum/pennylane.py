@@ -42,7 +42,7 @@ from torch.overrides import TorchFunctionMode
 
 from hybridai.core.capabilities import QuantumCapabilities
 from hybridai.core.contracts import Availability, QuantumExecutor
-from hybridai.core.errors import BackendNotFoundError, ConfigError, invalid, optional_int, suggest
+from hybridai.core.errors import BackendNotFoundError, ConfigError, check_seed, check_shots, invalid, suggest
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
 from hybridai.quantum.device_recipes import DeviceRecipe, as_recipe
 from hybridai.quantum.recording import lock as recording_lock
@@ -126,6 +126,29 @@ def _device_options(name: str) -> list[str]:
     return [p.name for p in params if p.kind in kinds and p.name not in ("self", "wires")]
 
 
+def _deferred_wires(tapes: list[Any], wires: tuple) -> tuple:
+    """The wires PennyLane's deferred measurement (``qml.measure``/``qml.cond`` without shots) may add to a tape:
+    one per mid-circuit measurement, labelled from one past the largest integer wire, as it labels them."""
+    from pennylane.measurements import MidMeasureMP
+
+    count = max((sum(isinstance(op, MidMeasureMP) for op in t.operations) for t in tapes), default=0)
+    if not count:
+        return ()
+    start = max((w for w in (*wires, *(w for t in tapes for w in t.wires)) if isinstance(w, int)), default=-1) + 1
+    return tuple(range(start, start + count))
+
+
+def _on_register(tape: Any, wires: tuple) -> Any:
+    """``tape`` with its measurements of every wire (``qml.probs()``) measuring ``wires``, the register's."""
+    import pennylane as qml
+
+    if all(mp.wires or mp.obs is not None or mp.mv is not None for mp in tape.measurements):
+        return tape
+    mps = [mp if mp.wires or mp.obs is not None or mp.mv is not None else type(mp)(wires=qml.wires.Wires(wires))
+           for mp in tape.measurements]  # fmt: skip
+    return tape.copy(measurements=mps)
+
+
 def _guarded(device: Any) -> Any:
     """``device`` with each of its ``DEVICE_CALLS`` holding one lock: some devices (lightning) keep
     their state between calls, and one device serves every thread. The PennyLane recording lock is taken
@@ -165,8 +188,8 @@ class PennyLaneBackend(QuantumExecutor):
                 f"installed: {', '.join(names)}.{suggest(target, names)}"
             )
         shots = options.pop("shots", None)
-        self.shots = optional_int("shots", shots, 1)
-        self.seed = optional_int("seed", options.pop("seed", None))
+        self.shots = check_shots(shots)
+        self.seed = check_seed(options.pop("seed", None))
         self.recipe = self._recipe(target, options.pop("device", None), options)
         super().__init__(target, **options)
         kept = (("shots", self.shots), ("seed", self.seed), ("device", self.recipe))
@@ -263,6 +286,14 @@ class PennyLaneBackend(QuantumExecutor):
             accepted = self.capabilities.diff_methods
             if diff_method not in accepted:
                 raise invalid("diff_method", diff_method, f"one of {accepted} on {self.name!r}")
+            if diff_method in ("backprop", "adjoint") and not dev.supports_derivatives(
+                DeviceConfig(gradient_method=diff_method), tape
+            ):  # a mid-circuit measurement under adjoint, say: refused here rather than deep inside PennyLane
+                why = " (mid-circuit measurements: qml.measure)" if _deferred_wires([tape], ()) else ""
+                raise invalid(
+                    "diff_method", diff_method, f"'best', 'parameter-shift' or 'finite-diff' for this circuit{why} "
+                    f"on {self.name!r}, whose device cannot differentiate it by {diff_method}",
+                )  # fmt: skip
             return diff_method
         for method in ("backprop", "adjoint"):
             if dev.supports_derivatives(DeviceConfig(gradient_method=method), tape):
@@ -280,7 +311,8 @@ class PennyLaneBackend(QuantumExecutor):
             tapes = [t.copy(shots=shots) if config.shots or not t.shots else t for t in tapes]
         if tapes and (self.target in STATEVECTOR_DEVICES or self.target == "default.mixed"):
             copies = max(t.batch_size or 1 for t in tapes)  # broadcast tapes hold one state per parameter set
-            wires = len(config.wires) if self.recipe is None or self.recipe.wires is None else len(self.recipe.wires)
+            wires = len(config.wires) + len(_deferred_wires(tapes, config.wires))
+            wires = wires if self.recipe is None or self.recipe.wires is None else len(self.recipe.wires)
             check_state_memory(self.name, wires, density=self.target == "default.mixed", copies=copies)
         started = time.perf_counter()
         results = self._run(tapes, config)
@@ -297,7 +329,10 @@ class PennyLaneBackend(QuantumExecutor):
     def _run_recorded(self, tapes: list[Any], config: ExecutionConfig) -> list[Any]:
         import pennylane as qml
 
-        dev = self.device(config.wires, config.seed if config.seed is not None else self.seed)
+        extra = _deferred_wires(tapes, config.wires)  # mid-circuit measurements deferred onto wires of their own
+        if extra:  # the device is wider than the register: measurements of "every wire" name the register's
+            tapes = [_on_register(t, config.wires) for t in tapes]
+        dev = self.device((*config.wires, *extra), config.seed if config.seed is not None else self.seed)
         method = self._method(dev, config.diff_method, tapes[0])
         dtype = max(
             (p.dtype for t in tapes for p in t.get_parameters(trainable_only=False) if torch.is_tensor(p)),

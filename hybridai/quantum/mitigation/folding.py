@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from hybridai.core.errors import invalid
 from hybridai.quantum.decomposition import decompose
 from hybridai.quantum.recording import recording
 
@@ -31,6 +32,9 @@ ELEMENTARY = frozenset({
     "U1", "IsingXX", "IsingYY", "IsingZZ", "QubitUnitary", "GlobalPhase",
 })  # fmt: skip
 IGNORED = frozenset({"Identity", "Barrier", "Snapshot"})
+# Mitiq folds whole gates: a circuit of d gates reaches the scale factors (d + 2k) / d only. A folded circuit whose
+# factor is further than this (relative) from the one asked for would be extrapolated at the wrong factor.
+SCALE_TOLERANCE = 0.1
 
 
 def elementary_ops(ops: Any) -> list[Any]:
@@ -135,6 +139,7 @@ def fold_tape(tape: Any, zne: Any, wires: Any, barriers: bool = False, gates: li
     with recording():
         for scale in zne.scale_factors:
             pattern = fold_pattern(structure, scale, zne.folding, zne.seed)
+            _check_reached(zne, scale, len(pattern), len(ops))
             if not any(inverted for _, inverted in pattern) and sorted(i for i, _ in pattern) == list(range(len(ops))):
                 # nothing folded (scale factor 1): the tape itself, not Mitiq's reordering of its moments, so that
                 # every executor runs exactly the unmitigated circuit
@@ -147,3 +152,16 @@ def fold_tape(tape: Any, zne: Any, wires: Any, barriers: bool = False, gates: li
                 sequence.append(inverse(ops[i]) if inverted else ops[i])
             folded.append(qml.tape.QuantumScript(sequence, tape.measurements, shots=tape.shots))
     return folded
+
+
+def _check_reached(zne: Any, scale: float, folded: int, gates: int) -> None:
+    """Refuse a scale factor that folding whole gates of a ``gates``-gate circuit cannot approach (a short circuit
+    and a factor that is not an odd integer): the extrapolation would take ``folded / gates`` for ``scale``."""
+    reached = folded / gates if gates else scale
+    if abs(reached - scale) > SCALE_TOLERANCE * scale:
+        raise invalid(
+            "scale_factors", zne.scale_factors,
+            f"factors this circuit of {gates} gate{'s' if gates != 1 else ''} can be folded to: folding whole gates "
+            f"reaches {reached:.4g} for {scale:g}, and the extrapolation would assume {scale:g}; odd integers such as "
+            "(1, 3, 5) are reached exactly by any circuit",
+        )  # fmt: skip

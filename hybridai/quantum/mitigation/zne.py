@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from hybridai.core.errors import ConfigError, MissingExtraError, ShapeError, bounded_int, invalid, optional_int
+from hybridai.core.errors import ConfigError, MissingExtraError, ShapeError, bounded_int, check_seed, invalid
 
 FOLDINGS = ("global", "random")
 EXTRAPOLATIONS = ("richardson", "linear", "poly", "exp")
@@ -27,13 +27,16 @@ ENGINES = ("mitiq", "ibm")
 # The most a mitigated value may amplify the noise of the values it combines (sum of |coefficients|):
 # Richardson on (1, 3, 5) gives 3.5, on 1..10 about 1e3; factors 1e-12 apart give 1e11.
 MAX_NOISE_GAIN = 1e4
+# The largest scale factor: a circuit folded at s runs about s times its gates (and s times their noise), so that
+# beyond 100 the folded circuits are mostly noise and their size, not the extrapolation, is what one gets.
+MAX_SCALE_FACTOR = 100.0
 
 
 @dataclass(frozen=True)
 class ZNE:
     """Zero-noise extrapolation settings.
 
-    scale_factors: noise scale factors (>= 1, increasing; unitary folding reaches odd
+    scale_factors: noise scale factors (in [1, 100], increasing; unitary folding reaches odd
         integers exactly, other values by partial folding), far enough apart that the extrapolation
         amplifies the noise of the measured values at most ``MAX_NOISE_GAIN`` (1e4) times.
     folding: "global" (Mitiq ``fold_global``) or "random" (``fold_gates_at_random``, seeded).
@@ -42,7 +45,7 @@ class ZNE:
         own resilience options, ``ibm:`` backends only).
     asymptote: the known infinite-noise value for "exp" (0.0 for Pauli expectations under
         depolarizing noise makes the fit a stable log-linear one); ``None`` fits it.
-    order: degree of the "poly" fit, a positive int. seed: ``None`` or an int >= 0 (random folding).
+    order: degree of the "poly" fit, a positive int. seed: ``None`` or an int in [0, 2**32 - 1] (random folding).
     """
 
     scale_factors: tuple[float, ...] = (1.0, 3.0, 5.0)
@@ -63,7 +66,7 @@ class ZNE:
         if self.engine not in ENGINES:
             raise invalid("engine", self.engine, f"one of {ENGINES}")
         order = bounded_int("order", self.order, 1)  # before it sizes anything below
-        optional_int("seed", self.seed, 0)
+        check_seed(self.seed)
         if self.asymptote is not None and (
             isinstance(self.asymptote, bool)
             or not isinstance(self.asymptote, numbers.Real)
@@ -172,15 +175,18 @@ class ZNE:
 
 
 def _scale_factors(given: Any) -> tuple[float, ...]:
-    """``given`` as increasing floats >= 1, else a ConfigError naming scale_factors."""
-    accepted = "a non-empty sequence of strictly increasing numbers >= 1, e.g. (1, 3, 5) (1: the unamplified circuit)"
+    """``given`` as increasing floats in [1, MAX_SCALE_FACTOR], else a ConfigError naming scale_factors."""
+    accepted = (
+        f"a non-empty sequence of strictly increasing numbers >= 1 and <= {MAX_SCALE_FACTOR:g}, e.g. (1, 3, 5) (1: "
+        "the unamplified circuit; a circuit folded at s runs about s times its gates)"
+    )
     if isinstance(given, str | bytes) or not isinstance(given, Iterable):
         raise invalid("scale_factors", given, accepted)
     given_list = list(given)
     if not given_list or any(isinstance(s, bool) or not isinstance(s, numbers.Real) for s in given_list):
         raise invalid("scale_factors", given, accepted)
     factors = tuple(float(s) for s in given_list)
-    if any(not math.isfinite(s) or s < 1 for s in factors) or list(factors) != sorted(set(factors)):
+    if any(not 1 <= s <= MAX_SCALE_FACTOR for s in factors) or list(factors) != sorted(set(factors)):  # NaN fails
         raise invalid("scale_factors", given, accepted)
     return factors
 

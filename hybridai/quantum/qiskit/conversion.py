@@ -30,6 +30,7 @@ PARAMETRIC = {"RX": "rx", "RY": "ry", "RZ": "rz", "PhaseShift": "p", "U1": "p",
               "IsingXX": "rxx", "IsingYY": "ryy", "IsingZZ": "rzz"}  # fmt: skip
 SKIPPED = {"Identity", "Barrier", "Snapshot", "GlobalPhase"}  # no effect on expectations or probabilities
 SUGGESTION = "use backend='statevector' or a PennyLane device"
+MID_CIRCUIT = ("MidMeasureMP", "Conditional", "PauliMeasure")  # qml.measure, qml.cond: no statevector either
 
 
 @dataclass
@@ -104,6 +105,11 @@ def _gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], li
             return True
         if name in SKIPPED:
             return True
+        if name.startswith(MID_CIRCUIT):
+            raise UnsupportedOperationError(
+                f"the Qiskit conversion cannot express {name} on wires {list(op.wires)} (a mid-circuit measurement, "
+                "qml.measure or qml.cond); use backend='pennylane:default.qubit', which defers it to a wire of its own"
+            )
         try:
             qubits = tuple(position[w] for w in op.wires)
         except KeyError as exc:

@@ -50,6 +50,8 @@ from hybridai.core.errors import (
     BackendExecutionError,
     ConfigError,
     ResourceLimitError,
+    check_seed,
+    check_shots,
     invalid,
     missing_extra,
     non_negative_int,
@@ -103,8 +105,8 @@ class QiskitBackend(QuantumExecutor):
         optimization_level: int = 1,
         **options: Any,
     ) -> None:
-        optional_int("shots", shots, 1)
-        optional_int("seed", seed, 0)
+        check_shots(shots)
+        check_seed(seed)
         optional_int("max_parameter_sets", max_parameter_sets, 1)
         non_negative_int("retries", retries)
         if not _is_real(backoff) or not 0 <= backoff <= MAX_SECONDS:
@@ -246,6 +248,24 @@ class QiskitBackend(QuantumExecutor):
                     current, room = [], limit
         return calls + ([current] if current else [])
 
+    def _estimates(self, result: Any, rows: int, width: int) -> np.ndarray:
+        """One circuit's expectations from ``estimate`` as ``[rows, width]``: its ``[1, rows, width]`` (or
+        ``[rows, width]``) finite values, else a BackendExecutionError (never reshaped into other rows)."""
+        try:
+            array = np.asarray(result, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise self._broken(type(result).__name__, f"a real array [1, {rows}, {width}]") from None
+        if array.shape not in ((1, rows, width), (rows, width)) or not np.isfinite(array).all():
+            shown = f"{type(result).__name__} of shape {array.shape}" + (
+                "" if np.isfinite(array).all() else " with non-finite values"
+            )
+            raise self._broken(shown, f"finite expectations [1, {rows}, {width}] (parameter sets x observables)")
+        return array.reshape(rows, width)
+
+    def _broken(self, got: str, accepted: str) -> BackendExecutionError:
+        return BackendExecutionError(f"{self.name!r}: estimate() returned {got}; accepted: {accepted} (a bug in the "
+                                     "backend)")  # fmt: skip
+
     def check_config(self, config: ExecutionConfig) -> None:
         """Refuse what this executor cannot do for ``config`` (gradient method, mitigation engine)."""
         if config.diff_method not in self.capabilities.diff_methods:
@@ -287,8 +307,11 @@ class QiskitBackend(QuantumExecutor):
                 out = self.estimate(
                     [pairs[f] for f, _, _ in call], [flat[f][a:b][None] for f, a, b in call], config, tally
                 )
+                if not isinstance(out, list | tuple) or len(out) != len(call):
+                    got = f"{len(out)} arrays" if isinstance(out, list | tuple) else type(out).__name__
+                    raise self._broken(f"{got} for {len(call)} circuit(s)", "one array [1, B, R] per circuit")
                 for (f, a, b), result in zip(call, out, strict=True):
-                    evs[f][a:b] = np.asarray(result).reshape(b - a, -1)
+                    evs[f][a:b] = self._estimates(result, b - a, evs[f].shape[1])
                 tally.circuits += sum(b - a for _, a, b in call)
             return [e.reshape(v.shape[0], v.shape[1], -1) for e, v in zip(evs, values, strict=True)]
 
@@ -323,7 +346,8 @@ def _is_real(value: Any) -> bool:
 
 
 def _job_id(job: Any) -> str:
+    """The job's id for messages, redacted (``redaction``): a service may build it from the token it was sent."""
     try:
-        return str(job.job_id()) if job is not None else "(not submitted)"
+        return redact(str(job.job_id())) if job is not None else "(not submitted)"
     except Exception:
         return "(unknown)"

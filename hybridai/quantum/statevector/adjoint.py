@@ -9,6 +9,8 @@ from autograd through that ONE step otherwise, and ``lam`` is taken back by the 
 carries the step matrices' gradients to the weights and inputs that built them. States are updated in place
 with reused buffers (``Workspace``). Peak memory: a handful of batched states whatever the depth (measured:
 about 8.5 states above the imports at 20 qubits, batch 16; ``benchmarks/quantum_adjoint.py``).
+A gradient asked for with ``create_graph=True`` (second derivatives) comes from the forward pass re-run under
+autograd instead, as ``"backprop"`` computes it, with backprop's memory (checked against ``max_memory``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import torch
 
 from hybridai.quantum.statevector.gates import Step
 from hybridai.quantum.statevector.kernels import apply_permutation, apply_single, apply_single_, single_gradient
-from hybridai.quantum.statevector.planning import apply_matrix, bit_positions
+from hybridai.quantum.statevector.planning import MIN_STATES, apply_matrix, bit_positions, check_size
 
 ADJOINT_STATES = 8  # states counted for the memory check: state, lam, buffers, the measurements' backward
 
@@ -97,6 +99,8 @@ class _Adjoint(torch.autograd.Function):
     def backward(ctx, *grads: torch.Tensor):
         problem: AdjointProblem = ctx.problem
         psi, *tensors = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: a gradient that is differentiable in turn
+            return (None, *_differentiable_gradients(problem, tensors, grads, ctx.needs_input_grad[1:]))
         n = problem.n
         psi = psi.clone()  # taken back step by step, in place
         with torch.enable_grad():
@@ -129,11 +133,41 @@ class _Adjoint(torch.autograd.Function):
         return (None, *out)
 
 
+def _differentiable_gradients(
+    problem: AdjointProblem, tensors: list[torch.Tensor], grads: tuple[torch.Tensor, ...], need: tuple[bool, ...]
+) -> list[torch.Tensor | None]:
+    """The step tensors' gradients as backprop computes them, with a graph (second derivatives, Hessians): the
+    forward pass re-run under autograd, out of place. It keeps one state per step, as ``"backprop"`` does; the
+    in-place sweep above cannot be differentiated again."""
+    if problem.limit is not None:  # refused before re-running, as backprop's own plan would be
+        check_size(problem.n, problem.b, problem.cdtype, problem.limit, len(problem.steps) + MIN_STATES)
+    psi = problem.initial(tuple(tensors))
+    for step, tensor in zip(problem.steps[problem.start :], tensors[problem.start :], strict=True):
+        for part in _parts(step):
+            psi = apply_part(psi, problem.n, step, part, tensor, inverse=False)
+    pairs = [(r, g) for r, g in zip(problem.measure(psi), grads, strict=True) if g is not None]
+    wanted = [t for t, n in zip(tensors, need, strict=True) if n]
+    if not wanted or not pairs:
+        return [None] * len(need)
+    found = iter(torch.autograd.grad([r for r, _ in pairs], wanted, [g for _, g in pairs], create_graph=True,
+                                     allow_unused=True))  # fmt: skip
+    return [next(found) if n else None for n in need]
+
+
 class AdjointProblem:
     """One tape's steps, register size, batch and measurement function, for ``_Adjoint``."""
 
-    def __init__(self, steps: list[Step], n: int, b: int, measure: Callable[[torch.Tensor], list[torch.Tensor]]):
+    def __init__(
+        self,
+        steps: list[Step],
+        n: int,
+        b: int,
+        measure: Callable[[torch.Tensor], list[torch.Tensor]],
+        cdtype: torch.dtype = torch.complex128,
+        limit: int | None = None,
+    ):
         self.steps, self.n, self.b, self.measure = steps, n, b, measure
+        self.cdtype, self.limit = cdtype, limit  # limit: max_memory (bytes) of a second derivative's re-run
         self.start = 1 if steps and steps[0].kind == "init" else 0
 
     def initial(self, tensors: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -148,12 +182,19 @@ class AdjointProblem:
 
 
 def run_adjoint(
-    steps: list[Step], n: int, b: int, cdtype: torch.dtype, device: torch.device, measure: Callable
+    steps: list[Step],
+    n: int,
+    b: int,
+    cdtype: torch.dtype,
+    device: torch.device,
+    measure: Callable,
+    limit: int | None = None,
 ) -> list[torch.Tensor]:
-    """Measurement results of the steps on ``b`` states, differentiable by one adjoint sweep."""
+    """Measurement results of the steps on ``b`` states, differentiable by one adjoint sweep (and twice, with
+    ``create_graph=True``, by a re-run under autograd whose states must fit ``limit`` bytes)."""
     placeholder = torch.zeros((), dtype=cdtype, device=device)  # steps without a tensor (monomials)
     tensors = [placeholder if s.tensor is None else s.tensor for s in steps]
     if not steps:
         tensors = [placeholder]
         steps = [Step("diag", (), torch.ones(1, dtype=cdtype, device=device), False)]
-    return list(_Adjoint.apply(AdjointProblem(steps, n, b, measure), *tensors))
+    return list(_Adjoint.apply(AdjointProblem(steps, n, b, measure, cdtype, limit), *tensors))
