@@ -51,7 +51,8 @@ def deploy(
     segments by domain (``hybridai.deployment.segments`` gives the rules): each spiking segment is
     compiled for the chip named by ``spiking`` (or copied onto ``"torch[:device]"``), each quantum
     segment's layers are copied onto ``quantum`` (a domain left out keeps each layer's own backend) with
-    ``shots`` and ``mitigation`` (a module of the user's holding a quantum layer at any depth is a quantum segment:
+    ``shots`` and ``mitigation`` (None keeps each layer's own; a module of the user's holding a quantum layer at any
+    depth is a quantum segment:
     its quantum layers move; ``shots`` and ``mitigation`` without quantum layers are refused), each classical segment
     is copied onto ``classical`` (default
     ``"torch"``). The model itself is not changed. ``quantum`` takes what ``QuantumLayer(backend=...)`` takes:

@@ -161,15 +161,19 @@ def _retarget_quantum(
     runner: nn.Module, backend: Backend | None, requested: Any, shots: int | None, mitigation: Any
 ) -> nn.Module:
     """The quantum segment's layers (copies), at any depth (a QuantumLayer inside a user's block too), on
-    ``backend`` (None: each its own) with ``shots`` and ``mitigation``, as ``hybridai.place`` re-targets them
-    (``retarget``). A TorchLayer is adopted as a ``QuantumLayer`` first when something is asked of it (a backend,
-    shots or mitigation); else it runs as it is, on its own device."""
+    ``backend`` (None: each its own) with ``shots`` and ``mitigation`` (None: each its own), as ``hybridai.place``
+    re-targets them (``retarget``). A TorchLayer is adopted as a ``QuantumLayer`` first when something is asked
+    of it (a backend, shots or mitigation); else it runs as it is, on its own device."""
     if backend is not None or shots is not None or mitigation is not None:
         runner = retarget(runner, "quantum", backend, requested)  # a device's wires checked against each layer
     for layer in (m for m in runner.modules() if isinstance(m, QuantumModule)):
         if shots is not None:
             layer.shots = shots
-        layer.mitigation = check_mitigation(layer.resolved_backend, mitigation)
+        # mitigation=None keeps each layer's own (a ZNE the user gave a layer is never dropped), checked anew
+        # against the layer's new backend
+        layer.mitigation = check_mitigation(
+            layer.resolved_backend, layer.mitigation if mitigation is None else mitigation
+        )
     return runner
 
 

@@ -98,6 +98,20 @@ def test_shots_go_to_a_nested_quantum_layer():
     assert sum(s.cost.quantum.shots for s in report.segments if s.cost.quantum is not None) == 2 * 300
 
 
+def test_a_layer_s_own_zne_is_kept_when_deploy_is_given_no_mitigation():
+    # deploy(mitigation=None) used to set every layer's mitigation to None: a ZNE the user gave was dropped
+    zne = hybridai.ZNE(scale_factors=(1, 3, 5))
+    with torch.random.fork_rng():
+        torch.manual_seed(1)
+        own = QuantumLayer(circuit, N_QUBITS, {"weights": (2, N_QUBITS)}, backend="aer", depolarizing=0.02,
+                           mitigation=zne)  # fmt: skip
+    deployment = hybridai.deploy(model_with(own), quantum="aer", quantum_options={"depolarizing": 0.02})
+    (layer,) = nested_layers(deployment)
+    assert layer.mitigation == zne
+    deployment.run(torch.rand(2, 4, dtype=torch.float64))
+    assert layer.last_mitigation is not None  # the folded circuits ran
+
+
 def classical_model() -> nn.Sequential:
     return nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
 
