@@ -36,6 +36,7 @@ from typing import Any
 import torch
 
 from hybridai.core.errors import (
+    SHOTS_MAX,
     ConfigError,
     ShapeError,
     UnsupportedOperationError,
@@ -148,10 +149,10 @@ class QuantumKernel(QuantumModule):
             default the smaller of 2 GiB and half the free memory); blocks shrink to fit it. The N x M
             result itself is not counted (N * M * 8 bytes in float64).
         progress: show a tqdm bar over blocks; ``None`` (default) shows it when there is more than one block.
-        rebind: reuse the recorded feature map with new inputs and parameters where that provably gives the
-            same circuit, as ``QuantumLayer`` does (``hybridai.quantum.rebinding``: per shape, dtype and device
-            of ``x`` and of every parameter, and shots); ``False`` records ``feature_map`` on every call (for a
-            feature map whose circuit changes with outside state).
+        rebind: as for ``QuantumLayer`` (``hybridai.quantum.rebinding``): ``True`` (default) records
+            ``feature_map`` on every call and reuses only what the recorded structure decides; ``False`` reuses
+            nothing; ``"unsafe"`` stops running ``feature_map`` once two recordings per shape, dtype and device of
+            ``x`` and of every parameter agree, WRONG for a feature map that reads a value or outside state.
         training_params: with a Qiskit circuit, its trainable ``Parameter``s (``TrainableFidelityQuantumKernel``'s
             ``training_parameters``): the entries of one tensor ``weights``; the other parameters are the features.
         **backend_options: passed to the backend (``seed=...`` for reproducible shots); they override the
@@ -176,7 +177,7 @@ class QuantumKernel(QuantumModule):
         block_size: int = 2048,
         gram_memory: int | None = None,
         progress: bool | None = None,
-        rebind: bool = True,
+        rebind: bool | str = True,
         training_params: Any = None,
         **backend_options: Any,
     ) -> None:
@@ -206,7 +207,7 @@ class QuantumKernel(QuantumModule):
         self.n_qubits = positive_int("n_qubits", n_qubits)
         self.kind = kind
         self.gamma = float(gamma)
-        self.shots = None if shots is None else positive_int("shots", shots)
+        self.shots = None if shots is None else positive_int("shots", shots, SHOTS_MAX)
         self.n_features = None if n_features is None else positive_int("n_features", n_features)
         self.block_size = positive_int("block_size", block_size)
         self.gram_memory = check_max_memory(gram_memory, "gram_memory")
@@ -245,7 +246,7 @@ class QuantumKernel(QuantumModule):
 
     def operations(self, x: torch.Tensor) -> list[Any]:
         """The feature map's PennyLane operations for a batch ``[N, F]`` (broadcast over N): new objects on
-        every call, re-bound from a recording where ``rebind`` allows (see the class docstring)."""
+        every call, recorded on this call (re-bound from an earlier recording only with ``rebind="unsafe"``)."""
         return self._operations(x, f"x of shape {tuple(x.shape)}")
 
     def _operations(self, x: torch.Tensor, shown: str) -> list[Any]:
@@ -254,13 +255,15 @@ class QuantumKernel(QuantumModule):
         hint = f"check the feature width and n_qubits={self.n_qubits}"
 
         def record() -> tuple[Any, None]:
-            tape = self.record(self.feature_map, "feature_map", (x,), shown, hint, weights)
-            return self.check_tape(tape, "feature_map"), None
+            return self.record(self.feature_map, "feature_map", (x,), shown, hint, weights), None
 
-        tape, _ = self._rebinding.recorded({"x": x, **weights}, self.shots, record)
+        def check(tape: Any) -> None:
+            self.check_tape(tape, "feature_map")
+
+        tape, _ = self._rebinding.recorded({"x": x, **weights}, self.shots, record, check)
         if self.qnode_transforms is not None:
             tape = self.qnode_transforms.rewrite(tape)
-        return list(tape.operations)  # new objects either way: the template keeps copies of its own
+        return list(tape.operations)  # new objects in every mode: an unsafe template keeps copies of its own
 
     def draw(self, x: Any, y: Any = None, **qml_draw_kwargs: Any) -> str:
         """The feature map of one sample ``x`` (``[F]`` or ``[1, F]``) with the current parameters, ending in

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from hybridai.core.errors import ConfigError, ShapeError, invalid, positive_int
+from hybridai.core.errors import SHOTS_MAX, ConfigError, ShapeError, invalid, positive_int
 from hybridai.core.precision import keeps_precision, quantum_dtype
 from hybridai.quantum.drawing import draw_tape
 from hybridai.quantum.execution import check_mitigation
@@ -78,10 +78,13 @@ class QuantumLayer(QuantumModule):
         n_inputs: expected input width; learnt from the first batch when ``None``.
         mitigation: ``hybridai.ZNE(...)`` on any backend with noise or shots (``aer:...``, ``ibm:...``,
             ``pennylane:default.mixed``, a plugin), applied around the backend; default none.
-        rebind: reuse the recorded circuit with new inputs and weights where that provably gives the same
-            circuit (``hybridai.quantum.rebinding``: parameters that are the arguments themselves, no value read
-            in ``qfunc``, the same circuit on the first two calls per input shape); ``False`` records ``qfunc``
-            on every call (for a ``qfunc`` whose circuit changes with outside state).
+        rebind: ``True`` (default): ``qfunc`` is recorded on every call (whatever it reads, values or outside
+            state, is read again) and only what the recorded structure decides is reused: the tape's checks and
+            broadcast sizes (``hybridai.quantum.rebinding``). ``False``: recorded on every call, nothing reused.
+            ``"unsafe"``: ``qfunc`` is not run again once two recordings per input shape agree, the new inputs and
+            weights are put into the recorded circuit; WRONG for a ``qfunc`` that reads a value (``torch.equal``,
+            ``str(x)``, ``len(x.nonzero())``, ...) or outside state (a flag, ``self.training``, grad mode, a random
+            branch): what it read on its first calls is what every later call gets.
         input_params: with a Qiskit circuit, the ``Parameter``s bound to the input columns, in order (default none).
         weight_params: with a Qiskit circuit, the ``Parameter``s bound to the entries of ``weights`` (default none).
             Every circuit parameter is in exactly one of the two lists.
@@ -103,7 +106,7 @@ class QuantumLayer(QuantumModule):
         init: WeightInit | Mapping[str, WeightInit] | None = None,
         n_inputs: int | None = None,
         mitigation: Any = None,
-        rebind: bool = True,
+        rebind: bool | str = True,
         input_params: Any = None,
         weight_params: Any = None,
         observables: Any = None,
@@ -124,7 +127,7 @@ class QuantumLayer(QuantumModule):
         if not callable(qfunc):
             raise invalid("qfunc", qfunc, "a PennyLane quantum function qfunc(inputs, **weights) or a QNode")
         self.qfunc = qfunc
-        self.shots = None if shots is None else positive_int("shots", shots)
+        self.shots = None if shots is None else positive_int("shots", shots, SHOTS_MAX)
         weight_shapes = {} if weight_shapes is None else weight_shapes
         self.takes_inputs = takes_inputs(qfunc, weight_shapes)
         self.n_inputs = None if n_inputs is None else positive_int("n_inputs", n_inputs)
@@ -192,15 +195,20 @@ class QuantumLayer(QuantumModule):
                 shown = f"inputs of shape {tuple(batch.shape)}"
                 tape = self.record(qfunc, "qfunc", (batch,), shown, hint, weights)
             kinds = [type(m).__name__ for m in tape.measurements]
-            if not kinds or any(k not in MEASUREMENTS for k in kinds):
-                raise ConfigError(
-                    f"qfunc returned measurements {kinds}; accepted: qml.expval, qml.var or qml.probs "
-                    "(one, or a sequence of them)"
-                )
             single = len(kinds) == 1 and kinds[0] in SCALAR_MEASUREMENTS and not isinstance(returned[-1], list | tuple)
-            return self.check_tape(tape, "qfunc"), single
+            return tape, single
 
-        return self._rebinding.recorded(arguments, self.shots, record)
+        return self._rebinding.recorded(arguments, self.shots, record, self._check_tape)
+
+    def _check_tape(self, tape: Any) -> None:
+        """Refuse a recorded tape with measurements other than expval, var and probs, or on other wires."""
+        kinds = [type(m).__name__ for m in tape.measurements]
+        if not kinds or any(k not in MEASUREMENTS for k in kinds):
+            raise ConfigError(
+                f"qfunc returned measurements {kinds}; accepted: qml.expval, qml.var or qml.probs "
+                "(one, or a sequence of them)"
+            )
+        self.check_tape(tape, "qfunc")
 
     def draw(self, x: torch.Tensor | None = None, **qml_draw_kwargs: Any) -> str:
         """The circuit of one input row ``x`` (``[F]`` or ``[1, F]``; none for a circuit without inputs) with

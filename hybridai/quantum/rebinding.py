@@ -1,168 +1,92 @@
-"""Re-binding: a recorded circuit reused with new inputs and weights instead of recording it again.
+"""Re-binding: what one recording of a circuit may spare the next, per ``rebind=`` of layers and kernels.
 
-Recording a circuit (running the user's ``qfunc`` under PennyLane's queue) costs more than simulating a small
-one. A ``Rebinding`` keeps, per *structure key* (the shape, dtype and device of the inputs and of every
-weight, and the shots), a template of the recorded tape and builds the next tapes from it by putting the new
-tensors in place of the old (shallow copies of every operation: the template is never changed and shares no
-operation with a tape, so threads may share it). It re-binds only what it can prove is the same circuit;
-everything else is recorded every call:
+Recording a circuit (running the user's ``qfunc`` under PennyLane's queue) costs about as much as simulating a
+small one. Three modes:
 
-* every parameter of every operation is one of the argument tensors itself (``AngleEmbedding(inputs)``,
-  ``BasicEntanglerLayers(weights)``): a parameter computed from them (``inputs[:, 0]``, ``2 * weights``) is
-  recomputed only by running ``qfunc``, so such a circuit is recorded every call;
-* no hyperparameter is a tensor, no observable has parameters;
-* ``qfunc`` read no tensor's value while recording (``bool``, ``item``, ``tolist``, ``numpy``, ``int``,
-  ``float``, ``index``: a branch on values could give another circuit for other values);
-* two recordings with the same key (the first calls) gave the same circuit: same operations, wires,
-  hyperparameters, argument of every parameter, measurements and shape of the result (a ``qfunc`` that
-  changes with outside state, a counter or a random choice, is caught when it changes between them).
-
-A different input shape (batch size, width), dtype or device is a new key: recorded again. What is not
-caught: a ``qfunc`` whose circuit changes with outside state after its first two calls; give such a layer
-``rebind=False``.
+* ``rebind=True`` (default; sound): ``qfunc`` is recorded on EVERY call, so whatever it reads (values through
+  any torch function, shapes, outside state, grad mode) is read again, and the tape executed is this call's own
+  recording. What is reused is only what follows from the recording's *structure* (``tape_structure``: every
+  operation's class, wires, hyperparameters and parameter shapes, every measurement's class and wires): the
+  checks of the tape (wires, measurements) and PennyLane's broadcast sizes of its operations, looked up by the
+  structure of this very recording. The executor's plan is cached by the executor, per structure of the steps it
+  converts this recording into (``statevector.planning``). Results equal ``rebind=False`` on every call.
+* ``rebind=False``: recorded on every call, nothing reused.
+* ``rebind="unsafe"``: ``qfunc`` is NOT run again once two recordings of the same argument shapes agree; new
+  tensors are put into the recorded circuit (``unsafe_rebinding``). UNSAFE for a ``qfunc`` that reads a value or
+  outside state: what it read then is what every later call gets. For a ``qfunc`` that reads neither, it spares
+  the recording itself: 0.15-0.2 ms of a 1.1-1.4 ms training step of ``benchmarks/quantum_overhead.py`` (2 and 4
+  qubits, one CPU thread).
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from hybridai.core.errors import invalid
+from hybridai.quantum.tape_structure import broadcast, set_broadcast, structure
+from hybridai.quantum.unsafe_rebinding import unsafe_recorded
 
-CHECKS = 2  # recordings compared before a key is re-bound
-_VALUE_READS = frozenset(
-    getattr(torch.Tensor, name)
-    for name in ("__bool__", "item", "tolist", "numpy", "__int__", "__float__", "__index__", "__array__")
-    if hasattr(torch.Tensor, name)
+MODES = (True, False, "unsafe")
+ACCEPTED = (
+    "True (record every call, reuse what the recorded structure decides), False (record every call, reuse "
+    "nothing) or 'unsafe' (skip recording once two recordings agree: wrong for a circuit that reads values or "
+    "outside state)"
 )
+STRUCTURES_KEPT = 64  # structures remembered per layer (a circuit whose shapes depend on values: many)
 
 
-class ValueReads(TorchFunctionMode):
-    """Notes whether any tensor's value was read into Python while active (``read``)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.read = False
-
-    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        if func in _VALUE_READS:
-            self.read = True
-        return func(*args, **(kwargs or {}))
-
-
-def structure_key(arguments: dict[str, torch.Tensor], shots: Any) -> tuple:
-    """What decides the recorded circuit besides values: every argument's shape, dtype and device, the shots."""
-    return (tuple((k, tuple(t.shape), t.dtype, t.device) for k, t in arguments.items()), repr(shots))
-
-
-class _Template:
-    """A recorded tape whose argument parameters are placeholders (no tensor or graph of the recording is kept)
-    and, per operation, the argument name of each parameter (None: a constant, kept)."""
-
-    def __init__(self, operations: list[Any], measurements: list[Any], shots: Any, names: list[tuple], extra: Any):
-        self.operations, self.measurements, self.shots = operations, measurements, shots
-        self.names, self.extra = names, extra
-
-    def signature(self) -> tuple:
-        ops = tuple(
-            (
-                type(op).__name__,
-                tuple(op.wires),
-                repr(op.hyperparameters),
-                names,
-                repr([d for d, n in zip(op.data, names, strict=True) if n is None]),
-            )
-            for op, names in zip(self.operations, self.names, strict=True)
-        )
-        return ops, tuple(repr(m) for m in self.measurements), repr(self.extra)
-
-    def bind(self, arguments: dict[str, torch.Tensor]) -> Any:
-        import pennylane as qml
-
-        operations = []
-        for op, names in zip(self.operations, self.names, strict=True):
-            op = copy.copy(op)  # every one new: no tape shares an operation with the template
-            if any(names):
-                op.data = tuple(d if n is None else arguments[n] for d, n in zip(op.data, names, strict=True))
-            operations.append(op)
-        return qml.tape.QuantumScript(operations, self.measurements, shots=self.shots)
-
-
-def _template(tape: Any, arguments: dict[str, torch.Tensor], extra: Any) -> _Template | None:
-    """The template of ``tape`` if it can be re-bound (module docstring), else None."""
-    by_id = {id(t): name for name, t in arguments.items()}
-    operations, names = [], []
-    for op in tape.operations:
-        if any(torch.is_tensor(v) for v in op.hyperparameters.values()) or getattr(op, "_pauli_rep", None) is not None:
-            return None
-        found = tuple(by_id.get(id(d)) for d in op.data)
-        if any(n is None and torch.is_tensor(d) for d, n in zip(op.data, found, strict=True)):
-            return None  # a tensor computed from the arguments (or captured): only qfunc recomputes it
-        op.batch_size  # noqa: B018 - computed once here (same shapes: valid for every copy)
-        op = copy.copy(op)  # the template keeps none of the recorded tape's operations
-        if any(found):
-            op.data = tuple(d if n is None else _PLACEHOLDER for d, n in zip(op.data, found, strict=True))
-        operations.append(op)
-        names.append(found)
-    if any(mp.obs is not None and mp.obs.data for mp in tape.measurements):
-        return None
-    return _Template(operations, list(tape.measurements), tape.shots, names, extra)
-
-
-_PLACEHOLDER = torch.empty(0)
+def check_mode(rebind: Any) -> bool | str:
+    """``rebind`` if it is one of ``MODES``, else a ConfigError naming it."""
+    if rebind is True or rebind is False or (isinstance(rebind, str) and rebind == "unsafe"):
+        return rebind
+    raise invalid("rebind", rebind, ACCEPTED)
 
 
 class Rebinding:
-    """Per layer: the templates by structure key, shared by every thread that calls the layer (read and
-    written under a lock; a template is never changed once stored)."""
+    """Per layer: what its recordings showed, by structure (``rebind=True``) or by structure key
+    (``"unsafe"``), shared by every thread that calls the layer (read and written under a lock; nothing stored
+    is changed later, and no tape shares an operation with another)."""
 
-    def __init__(self, enabled: bool = True) -> None:
-        if not isinstance(enabled, bool):
-            raise invalid("rebind", enabled, "True or False")
-        self.enabled = enabled  # False: record on every call
+    def __init__(self, mode: bool | str = True) -> None:
+        self.mode = check_mode(mode)
         self._lock = threading.Lock()
-        self._seen: dict[tuple, list] = {}  # key -> [template or None (never), recordings compared]
+        self._seen: dict[tuple, Any] = {}
 
     def __reduce__(self) -> tuple:
-        return (Rebinding, (self.enabled,))  # a copy (deepcopy, torch.save) starts empty: templates are a cache
+        return (Rebinding, (self.mode,))  # a copy (deepcopy, torch.save) starts empty: a cache
 
     def recorded(
-        self, arguments: dict[str, torch.Tensor], shots: Any, record: Callable[[], tuple[Any, Any]]
+        self,
+        arguments: dict[str, torch.Tensor],
+        shots: Any,
+        record: Callable[[], tuple[Any, Any]],
+        check: Callable[[Any], None],
     ) -> tuple[Any, Any]:
-        """``(tape, extra)`` for ``arguments`` (every tensor the circuit takes, by name) and ``shots``: bound from
-        the template of their structure key once it has passed its checks, else what ``record()`` returns (it
-        records the circuit with these very tensors), watched for value reads and observed. Not ``enabled``, or a
-        key found not re-bindable: ``record()`` alone."""
-        key = structure_key(arguments, shots) if self.enabled else None
-        if key is not None:
-            with self._lock:
-                template, checked = self._seen.get(key, (False, 0))  # False: never recorded
-            if template is None:
-                key = None  # recorded every call from now on: nothing left to check
-            elif template and checked >= CHECKS:
-                return template.bind(arguments), template.extra
-        reads = ValueReads()
-        with reads if key is not None else contextlib.nullcontext():
-            tape, extra = record()
-        if key is not None:
-            self.observe(key, tape, arguments, reads.read, extra)
-        return tape, extra
-
-    def observe(self, key: tuple, tape: Any, arguments: dict[str, torch.Tensor], read: bool, extra: Any) -> None:
-        """Record what one recording of ``key`` showed (``read``: qfunc read a value; ``extra``: what else the
-        caller keeps of the recording, compared too)."""
-        template = None if read else _template(tape, arguments, extra)
+        """``(tape, extra)`` for ``arguments`` (every tensor the circuit takes, by name) and ``shots``: what
+        ``record()`` returns (it records the circuit with these very tensors; ``extra``: what else the caller
+        keeps of the recording), ``check(tape)`` raising for a tape the caller refuses; in the unsafe mode, a
+        tape re-bound from an earlier recording instead."""
+        if self.mode == "unsafe":
+            return unsafe_recorded(self._seen, self._lock, arguments, shots, record, check)
+        tape, extra = record()
+        key = structure(tape) if self.mode else None
+        if key is None:
+            check(tape)
+            return tape, extra
         with self._lock:
-            entry = self._seen.setdefault(key, [template, 0])
-            if entry[0] is None:
-                return
-            if template is None or template.signature() != entry[0].signature():
-                entry[0] = None  # not the same circuit twice: recorded every call from now on
-                return
-            entry[1] += 1
+            sizes = self._seen.get(key)
+        if sizes is not None:
+            set_broadcast(tape, sizes)  # checked before, when first recorded with this structure
+            return tape, extra
+        check(tape)
+        sizes = broadcast(tape)
+        if sizes is not None:
+            with self._lock:
+                self._seen[key] = sizes
+                while len(self._seen) > STRUCTURES_KEPT:
+                    del self._seen[next(iter(self._seen))]
+        return tape, extra

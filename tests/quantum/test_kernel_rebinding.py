@@ -1,5 +1,7 @@
-"""Re-binding in QuantumKernel: the feature map is recorded only until two recordings per structure key agree,
-then re-bound with new inputs and parameters; matrices and gradients always equal recording every call."""
+"""Re-binding in QuantumKernel: by default the feature map is recorded on every call (only what its structure
+decides is reused); with ``rebind="unsafe"`` it is recorded only until two recordings per structure key agree, then
+re-bound with new inputs and parameters. On these feature maps matrices and gradients equal recording every call
+(``rebind=False``) in both modes."""
 
 from __future__ import annotations
 
@@ -42,12 +44,15 @@ def branching_map(x, w):
     qml.BasicEntanglerLayers(w, wires=range(3))
 
 
-def pair(feature_map, shapes=None, **options):
-    """The same kernel twice (same parameters): re-binding on (feature map calls counted), and off."""
+MODES = [True, "unsafe"]
+
+
+def pair(feature_map, shapes=None, mode=True, **options):
+    """The same kernel twice (same parameters): re-binding in ``mode`` (feature map calls counted), and off."""
     shapes = {"w": (2, 3)} if shapes is None else shapes
     counting, calls = counted(feature_map)
     torch.manual_seed(0)
-    fast = QuantumKernel(counting, 3, shapes, **options).double()
+    fast = QuantumKernel(counting, 3, shapes, rebind=mode, **options).double()
     slow = QuantumKernel(feature_map, 3, shapes, rebind=False, **options).double()
     slow.load_state_dict(fast.state_dict())
     return fast, slow, calls
@@ -57,8 +62,9 @@ def samples(gen, n=5, width=3, low=-1.0):
     return low + (1.0 - low) * torch.rand(n, width, dtype=torch.float64, generator=gen)
 
 
-def test_alignment_training_rebound_equals_recording_every_call():
-    fast, slow, calls = pair(trainable_map)
+@pytest.mark.parametrize("mode", MODES)
+def test_alignment_training_rebound_equals_recording_every_call(mode):
+    fast, slow, calls = pair(trainable_map, mode=mode)
     optimisers = [torch.optim.SGD(k.parameters(), lr=0.2) for k in (fast, slow)]
     gen = torch.Generator().manual_seed(1)
     y = torch.tensor([1.0, -1.0, 1.0, 1.0, -1.0], dtype=torch.float64)
@@ -72,12 +78,13 @@ def test_alignment_training_rebound_equals_recording_every_call():
         assert fast.w.grad.abs().sum() > 0
         assert torch.equal(fast.w.grad, slow.w.grad)
     assert torch.equal(fast.w, slow.w)
-    # 12 calls of one shape: recorded twice (compared), re-bound ten times
-    assert calls == [(5, 3)] * 2
+    # 12 calls of one shape; unsafe: recorded twice (compared), re-bound ten times
+    assert calls == [(5, 3)] * (2 if mode == "unsafe" else 12)
 
 
-def test_input_gradients_and_cross_matrix_equal():
-    fast, slow, calls = pair(trainable_map)
+@pytest.mark.parametrize("mode", MODES)
+def test_input_gradients_and_cross_matrix_equal(mode):
+    fast, slow, calls = pair(trainable_map, mode=mode)
     gen = torch.Generator().manual_seed(2)
     for _ in range(4):
         X, Y = samples(gen, 4), samples(gen, 3)
@@ -88,17 +95,19 @@ def test_input_gradients_and_cross_matrix_equal():
             (K * torch.arange(12.0, dtype=torch.float64).reshape(4, 3)).sum().backward()
             grads.append((K, x.grad))
         assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
-    assert len(calls) == 2  # X and Y go through one [7, 3] batch
+    assert calls == [(7, 3)] * (2 if mode == "unsafe" else 4)  # X and Y go through one [7, 3] batch
 
 
-def test_structure_from_input_shape_recorded_per_shape():
-    fast, slow, calls = pair(width_map, n_features=None)
+@pytest.mark.parametrize("mode", MODES)
+def test_structure_from_input_shape_recorded_per_shape(mode):
+    fast, slow, calls = pair(width_map, mode=mode, n_features=None)
     gen = torch.Generator().manual_seed(3)
     for _ in range(4):
         for width in (2, 3):
             X = samples(gen, width=width)
             assert torch.equal(fast.matrix(X), slow.matrix(X))
-    assert sorted(calls) == [(5, 2), (5, 2), (5, 3), (5, 3)]
+    per_shape = 2 if mode == "unsafe" else 4
+    assert sorted(calls) == [(5, 2)] * per_shape + [(5, 3)] * per_shape
 
 
 @pytest.mark.parametrize(
@@ -106,9 +115,10 @@ def test_structure_from_input_shape_recorded_per_shape():
     [branching_map, IQPFeatureMap(3)],  # a branch on a value; parameters sliced from x (computed)
     ids=["value-branch", "computed-parameters"],
 )
-def test_feature_map_that_cannot_be_rebound_is_recorded_every_call(feature_map):
+@pytest.mark.parametrize("mode", MODES)
+def test_feature_map_that_cannot_be_rebound_is_recorded_every_call(feature_map, mode):
     shapes = {"w": (2, 3)} if feature_map is branching_map else {}
-    fast, slow, calls = pair(feature_map, shapes)
+    fast, slow, calls = pair(feature_map, shapes, mode=mode)
     gen = torch.Generator().manual_seed(4)
     for _ in range(5):
         X = samples(gen)
@@ -116,8 +126,9 @@ def test_feature_map_that_cannot_be_rebound_is_recorded_every_call(feature_map):
     assert len(calls) == 5
 
 
-def test_compute_uncompute_equal_with_and_without_rebind():
-    fast, slow, calls = pair(trainable_map, method="compute-uncompute")
+@pytest.mark.parametrize("mode", MODES)
+def test_compute_uncompute_equal_with_and_without_rebind(mode):
+    fast, slow, calls = pair(trainable_map, mode=mode, method="compute-uncompute")
     gen = torch.Generator().manual_seed(5)
     for _ in range(3):
         X, Y = samples(gen, 4), samples(gen, 2)
@@ -126,14 +137,16 @@ def test_compute_uncompute_equal_with_and_without_rebind():
             assert torch.equal(Ks[0], Ks[1])
             grads = torch.autograd.grad(Ks[0].sum(), fast.w), torch.autograd.grad(Ks[1].sum(), slow.w)
             assert torch.equal(grads[0][0], grads[1][0])
-    # pairs [6, 3] of the square matrix and [8, 3] of X against Y: two recordings each, then re-bound
-    assert sorted(set(calls)) == [(6, 3), (8, 3)] and len(calls) == 4
+    # pairs [6, 3] of the square matrix and [8, 3] of X against Y, both sides of each pair recorded: unsafe, two
+    # recordings each, then re-bound; default, every one of the 12
+    assert sorted(set(calls)) == [(6, 3), (8, 3)] and len(calls) == (4 if mode == "unsafe" else 12)
 
 
-def test_operations_are_new_objects_every_call():
-    kernel = QuantumKernel(trainable_map, 3, {"w": (2, 3)}).double()
+@pytest.mark.parametrize("mode", MODES)
+def test_operations_are_new_objects_every_call(mode):
+    kernel = QuantumKernel(trainable_map, 3, {"w": (2, 3)}, rebind=mode).double()
     X = samples(torch.Generator().manual_seed(6))
-    calls = [kernel.operations(X) for _ in range(4)]  # recorded, recorded, re-bound, re-bound
+    calls = [kernel.operations(X) for _ in range(4)]  # unsafe: recorded, recorded, re-bound, re-bound
     ids = [id(op) for ops in calls for op in ops]
     assert len(ids) == len(set(ids)) == 4 * 4
     calls[0][1].data = (1.0,)  # changing a recorded or a re-bound operation changes no later one
@@ -147,14 +160,18 @@ def test_rebind_must_be_a_bool():
         QuantumKernel(trainable_map, 3, {"w": (2, 3)}, rebind="yes")
 
 
-def test_deepcopy_starts_without_templates():
-    kernel, _, calls = pair(trainable_map)
+@pytest.mark.parametrize("mode", MODES)
+def test_deepcopy_starts_without_templates(mode):
+    kernel, _, calls = pair(trainable_map, mode=mode)
     X = samples(torch.Generator().manual_seed(7))
     for _ in range(3):
         expected = kernel.matrix(X)
-    assert len(calls) == 2
+    assert len(calls) == (2 if mode == "unsafe" else 3)
+    assert kernel._rebinding._seen
     twin = copy.deepcopy(kernel)
+    assert not twin._rebinding._seen  # a cache: not copied
     for _ in range(3):
         assert torch.equal(twin.matrix(X), expected)
-    assert len(calls) == 4  # the copy recorded twice of its own; the original still re-binds
-    assert torch.equal(kernel.matrix(X), expected) and len(calls) == 4
+    # unsafe: the copy recorded twice of its own; the original still re-binds
+    assert len(calls) == (4 if mode == "unsafe" else 6)
+    assert torch.equal(kernel.matrix(X), expected) and len(calls) == (4 if mode == "unsafe" else 7)

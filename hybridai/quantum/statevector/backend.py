@@ -30,6 +30,8 @@ from hybridai.core.devices import resolve_torch_device
 from hybridai.core.errors import (
     ConfigError,
     UnsupportedOperationError,
+    check_seed,
+    check_shots,
     invalid,
     non_negative_int,
     optional_int,
@@ -40,7 +42,7 @@ from hybridai.quantum.shift_rule import parameter_shift
 from hybridai.quantum.statevector.adjoint import ADJOINT_STATES, run_adjoint
 from hybridai.quantum.statevector.gates import SUGGESTION, Converter
 from hybridai.quantum.statevector.measurement import Measurement, measure_exact, measure_sampled
-from hybridai.quantum.statevector.planning import MIN_STATES, Plan, check_memory, check_size
+from hybridai.quantum.statevector.planning import MIN_STATES, Plan, check_memory, check_size, initial_steps
 from hybridai.quantum.statevector.shifts import flatten_results, shift_form, split_columns, stacked_operations
 
 DTYPES = {"complex128": torch.complex128, "complex64": torch.complex64}
@@ -81,8 +83,8 @@ class StatevectorBackend(QuantumExecutor):
             raise invalid("dtype", dtype, f"one of {sorted(DTYPES)}")
         self.cdtype = DTYPES[dtype]
         optional_int("max_memory", max_memory, 0)
-        optional_int("shots", shots, 1)
-        optional_int("seed", seed, 0)
+        check_shots(shots)
+        check_seed(seed)
         non_negative_int("fuse_max_qubits", fuse_max_qubits)
         options = {"dtype": dtype}
         options.update(
@@ -136,11 +138,16 @@ class StatevectorBackend(QuantumExecutor):
             stats = stats + ExecutionStats(circuits, 1, circuits * shots, time.perf_counter() - started)
         return Execution(results, stats)
 
-    def _prepared(self, operations: Any, mps: Any, wires: list, device: torch.device, b: int) -> tuple:
-        """(plan, measurements, steps) of ``operations`` measured by ``mps`` on ``b`` states."""
+    def _prepared(
+        self, operations: Any, mps: Any, wires: list, device: torch.device, b: int, check: Any = None
+    ) -> tuple:
+        """(plan, measurements, steps) of ``operations`` measured by ``mps`` on ``b`` states; ``check(keys)`` is
+        called with the steps' keys before planning (which takes seconds and GiB at 24 qubits)."""
         n = len(wires)
         converter = Converter({w: i for i, w in enumerate(wires)}, self.cdtype, device)
         steps = converter.convert(operations)
+        if check is not None:
+            check([s.key for s in steps])
         fuse = n <= self.fuse_max_qubits and (b >= 2 * 2**n or n <= 4)  # up to 4 qubits building U is trivial
         key = (
             tuple(wires),
@@ -193,7 +200,13 @@ class StatevectorBackend(QuantumExecutor):
         if method == "parameter-shift":
             result, circuits = self._shifted(tape, wires, device, b, limit, shots, generator)
             return result, shots or 0, circuits
-        plan, measurements, steps = self._prepared(tape.operations, tape.measurements, wires, device, b)
+
+        def fewest(keys: list[tuple]) -> None:  # the gradient's states at the least, refused before planning
+            backprop = MIN_STATES + (initial_steps(keys) < len(keys))  # a step after the initial state: one more
+            states = {"adjoint": ADJOINT_STATES, "backprop": backprop, "best": min(backprop, ADJOINT_STATES)}
+            check_size(n, b, self.cdtype, limit, states.get(method, MIN_STATES))
+
+        plan, measurements, steps = self._prepared(tape.operations, tape.measurements, wires, device, b, fewest)
         mps = tape.measurements
         if method == "best":  # backprop, unless its stored states (one per planned step) would exceed the limit
             itemsize = self.cdtype.itemsize
@@ -201,7 +214,8 @@ class StatevectorBackend(QuantumExecutor):
             method = "adjoint" if kept > limit else "backprop"
         if method == "adjoint":
             check_size(n, b, self.cdtype, limit, ADJOINT_STATES)
-            results = run_adjoint(steps, n, b, self.cdtype, device, lambda psi: measure_exact(measurements, mps, psi))
+            measure = lambda psi: measure_exact(measurements, mps, psi)  # noqa: E731
+            results = run_adjoint(steps, n, b, self.cdtype, device, measure, limit)
         else:
             check_memory(plan, n, b, self.cdtype, limit)
             psi = plan.run(steps, b)

@@ -171,13 +171,10 @@ class Plan:
             k = min(size, n - start)
             index, wires = np.arange(2**k)[:, None], np.arange(k)[None, :]
             self._groups.append((start, torch.as_tensor(2 * wires + ((index >> (k - 1 - wires)) & 1), device=device)))
-        start = 0
+        start = initial_steps(keys)
         if keys and keys[0][0] == "init":
             self.init: Callable[[list[Step], int], torch.Tensor] = self._init_given
-            start = 1
         else:
-            while start < len(keys) and self._product_friendly(keys[start]):
-                start += 1
             prefix = list(range(start))
             self.init = lambda steps, b: self._init_product(steps, prefix, b)
         self.funcs: list[StateFn] = []
@@ -471,6 +468,17 @@ class Plan:
 
 
 MIN_STATES = 4  # the fewest statevectors a run keeps (initial state, result, probabilities, a gradient)
+
+
+def initial_steps(keys: list[tuple]) -> int:
+    """How many of the step ``keys`` a plan's initial state takes (a given state, or the product-state prefix);
+    each key after them is run by a step function (at least one more state kept under backprop)."""
+    if keys and keys[0][0] == "init":
+        return 1
+    start = 0
+    while start < len(keys) and Plan._product_friendly(keys[start]):
+        start += 1
+    return start
 
 
 def check_size(n: int, b: int, cdtype: torch.dtype, limit: int, states: int = MIN_STATES, fused_runs: int = 0) -> None:
