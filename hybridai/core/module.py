@@ -70,6 +70,11 @@ class HybridModule(nn.Module):
             self._backend = _resolve(self._backend_name, self.domain, self._backend_options)
         return self._backend
 
+    def backend_description(self) -> str:
+        """The backend as the summary shows it: its name here; subclasses add what else decides where the layer
+        runs (a user's device with its transforms, say)."""
+        return self.backend
+
     def size_description(self) -> str:
         """Qubits or neurons, for the summary table; '' when not meaningful."""
         return ""
@@ -280,7 +285,7 @@ def summary(model: nn.Module, *, show: bool = False) -> Summary:
         total += n_params
         foreign = None if isinstance(layer, HybridModule) else read_layer(layer)
         if isinstance(layer, HybridModule):
-            domain, backend, size = layer.domain, layer.backend, layer.size_description()
+            domain, backend, size = layer.domain, layer.backend_description(), layer.size_description()
         elif foreign is not None:  # a qml.qnn.TorchLayer: quantum, on its device
             domain, backend, size = foreign.domain, foreign.backend, foreign.size
         else:

@@ -80,6 +80,14 @@ class QuantumModule(HybridModule):
         transforms = self.qnode_transforms
         return shown + ("" if transforms is None else f", qnode_transforms={transforms.names}")
 
+    def backend_description(self) -> str:
+        """The backend name, with the user's device when it runs on one (its transforms shown) and the QNode's own
+        transforms: ``summary()`` never shows a noisy device as its plain noiseless name."""
+        device = self._backend_options.get("device")
+        text = self.backend if device is None else f"{self.backend} {device!r}"
+        transforms = self.qnode_transforms
+        return text if transforms is None else f"{text}, QNode transforms {list(transforms.names)}"
+
     def check_backend(self, backend: Any) -> None:
         """Refuse a backend with fewer qubits (``capabilities.max_qubits``) than this module's ``n_qubits``."""
         n_qubits = getattr(self, "n_qubits", None)

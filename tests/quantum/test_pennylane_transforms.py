@@ -141,6 +141,16 @@ def test_the_device_is_named_and_its_capabilities_say_noise():
         QuantumLayer(circuit, 2, SHAPES, backend=noisy_device(), mitigation=ZNE())
 
 
+def test_the_summary_shows_the_device_s_noise_and_the_qnode_s_transforms():
+    # the summary's backend column showed 'pennylane:default.mixed' alone: a noisy device looked noiseless
+    noisy = torch.nn.Sequential(QuantumLayer(circuit, 2, SHAPES, backend=noisy_device()))
+    assert "pennylane:default.mixed <default.mixed device" in hybridai.summary(noisy)
+    assert "insert(DepolarizingChannel, 0.05)" in hybridai.summary(noisy)
+    merged = qml.transforms.merge_rotations(qml.QNode(circuit, qml.device("default.qubit", wires=2)))
+    row = hybridai.summary(torch.nn.Sequential(QuantumLayer(merged, 2, SHAPES)))
+    assert "pennylane:default.qubit, QNode transforms ['merge_rotations']" in row
+
+
 def test_a_transformed_device_that_adds_no_noise_is_still_not_exact():
     device = append_rx(qml.device("default.qubit", wires=2))
     layer = layer_with(circuit, data()[1], backend=device)
