@@ -30,6 +30,7 @@ def deploy(
     model: nn.Module,
     backend: str | Backend | None = None,
     *,
+    chip: str | Backend | None = None,
     spiking: str | Backend | None = None,
     quantum: Any = None,
     classical: str | Backend | None = None,
@@ -46,11 +47,11 @@ def deploy(
     One chip: ``deploy(model, "loihi", quirks="lava")`` compiles the whole model for ``backend``
     (``"loihi"`` when nothing else is given; ``"akida"``, ``"nengo"``, a plugin chip) with ``options``.
 
-    Hybrid: ``deploy(model, spiking="loihi", quantum="aer:fake_manila", classical="torch", shots=1000,
+    Hybrid: ``deploy(model, chip="loihi", quantum="aer:fake_manila", classical="torch", shots=1000,
     mitigation=hybridai.ZNE(), calibration=x)``. The model (an ``nn.Sequential``) is cut into contiguous
     segments by domain (``hybridai.deployment.segments`` gives the rules): each spiking segment is
-    compiled for the chip named by ``spiking`` (or copied onto ``"torch[:device]"``), each quantum
-    segment's layers are copied onto ``quantum`` (a domain left out keeps each layer's own backend) with
+    compiled for the chip named by ``chip`` (``spiking`` is its alias; or copied onto ``"torch[:device]"``), each
+    quantum segment's layers are copied onto ``quantum`` (a domain left out keeps each layer's own backend) with
     ``shots`` and ``mitigation`` (None keeps each layer's own; a module of the user's holding a quantum layer at any
     depth is a quantum segment:
     its quantum layers move; ``shots`` and ``mitigation`` without quantum layers are refused), each classical segment
@@ -68,6 +69,7 @@ def deploy(
     Every segment that cannot run on its backend is named, with the reason, before anything runs.
     """
     _refuse_misspelt(options)
+    spiking = _chip(chip, spiking)
     hybrid = {"spiking": spiking, "quantum": quantum, "classical": classical}
     if all(v is None for v in hybrid.values()) and mitigation is None and shots is None:
         for name, value in (("spiking_options", spiking_options), ("quantum_options", quantum_options)):
@@ -98,8 +100,18 @@ def deploy(
     )
 
 
-KEYWORDS = ("spiking", "quantum", "classical", "mitigation", "shots", "calibration", "energy", "spiking_options",
-            "quantum_options")  # fmt: skip
+KEYWORDS = ("chip", "spiking", "quantum", "classical", "mitigation", "shots", "calibration", "energy",
+            "spiking_options", "quantum_options")  # fmt: skip
+
+
+def _chip(chip: Any, spiking: Any) -> Any:
+    """The neuromorphic chip of the hybrid form: ``chip=``, or ``spiking=`` (its alias); both only when they agree."""
+    if chip is None:
+        return spiking
+    if spiking is not None and spiking != chip:
+        shown = getattr(spiking, "name", spiking)
+        raise invalid("spiking", shown, f"None or {getattr(chip, 'name', chip)!r} when chip= is given (its alias)")
+    return chip
 
 
 def _refuse_misspelt(options: Mapping[str, Any]) -> None:

@@ -80,6 +80,17 @@ def test_deployed_output_equals_the_segments_deployed_by_hand():
     assert model[5].backend == "statevector" and model[5].mitigation is None
 
 
+def test_chip_names_the_chip_and_spiking_is_its_alias():
+    model, x = hybrid_model(), events()
+    by_chip = hybridai.deploy(model, chip="loihi", quantum="statevector")
+    by_alias = hybridai.deploy(model, spiking="loihi", quantum="statevector")
+    assert [p.backend.name for p in by_chip.placed] == [p.backend.name for p in by_alias.placed]
+    torch.testing.assert_close(by_chip.run(x), by_alias.run(x), rtol=0, atol=0)
+    assert hybridai.deploy(model, chip="loihi", spiking="loihi", quantum="statevector").placed  # agreeing: fine
+    with pytest.raises(ConfigError, match=r"spiking='nengo'.*None or 'loihi' when chip= is given"):
+        hybridai.deploy(model, chip="loihi", spiking="nengo")
+
+
 def test_agreement_is_measured_at_each_cut_against_the_float_model():
     model, x = hybrid_model(), events()
     labels = torch.arange(x.shape[1]) % 4
