@@ -72,21 +72,24 @@ class QuantumModule(HybridModule):
         super().set_backend(spec, **{**implied, **options})
         return self
 
+    def _runs_on(self) -> tuple[Any, list[str] | None]:
+        """The user's device this module runs on (None: the backend's own) and its QNode's transforms' names."""
+        transforms = self.qnode_transforms
+        return self._backend_options.get("device"), None if transforms is None else list(transforms.names)
+
     def backend_repr(self) -> str:
         """``backend='pennylane:default.mixed'``, with the user's device when it runs on one (its transforms shown)
         and the QNode's own transforms, for reprs."""
-        device = self._backend_options.get("device")
+        device, transforms = self._runs_on()
         shown = f"backend={self.backend!r}" + ("" if device is None else f", device={device!r}")
-        transforms = self.qnode_transforms
-        return shown + ("" if transforms is None else f", qnode_transforms={transforms.names}")
+        return shown + ("" if transforms is None else f", qnode_transforms={transforms}")
 
     def backend_description(self) -> str:
         """The backend name, with the user's device when it runs on one (its transforms shown) and the QNode's own
         transforms: ``summary()`` never shows a noisy device as its plain noiseless name."""
-        device = self._backend_options.get("device")
+        device, transforms = self._runs_on()
         text = self.backend if device is None else f"{self.backend} {device!r}"
-        transforms = self.qnode_transforms
-        return text if transforms is None else f"{text}, QNode transforms {list(transforms.names)}"
+        return text if transforms is None else f"{text}, QNode transforms {transforms}"
 
     def check_backend(self, backend: Any) -> None:
         """Refuse a backend with fewer qubits (``capabilities.max_qubits``) than this module's ``n_qubits``."""
