@@ -29,7 +29,11 @@ SHAPED = ("ExpectationMP", "VarianceMP", "ProbabilityMP")  # measurements whose 
 
 def check_execution(executor: Any, tapes: list[Any], run: Any, wires: tuple) -> Execution:
     """``run`` if it is what ``executor.execute(tapes, ...)`` must return (module docstring), else a
-    ``BackendExecutionError`` naming the backend and what it returned. ``wires``: the register executed on."""
+    ``BackendExecutionError`` naming the backend and what it returned. ``wires``: the register executed on.
+    hybridai's own executors (held to the contract by their tests and the conformance suite) are not checked
+    again on every call: the check costs about 75 us, some 5% of a small training step."""
+    if type(executor).__module__.startswith("hybridai."):
+        return run
     if not isinstance(run, Execution):
         raise _broken(executor, f"{type(run).__name__} {_short(run)}")
     results = run.results
