@@ -1,6 +1,6 @@
 """What a quantum executor's ``execute`` returned, checked against the contract before anything uses it.
 
-A plugin (or a broken built-in) that returns ``None``, a bare list, too few results or results of another shape
+A plugin that returns ``None``, a bare list, too few results or results of another shape
 would otherwise fail far away (a ``TypeError`` in ``dataclasses.replace``) or, worse, be reshaped into a wrong
 answer (a ``[B + 1]`` column read as ``[B]``). ``check_execution`` refuses it with a ``BackendExecutionError``
 naming the backend, what it returned and what ``hybridai.core.execution.Execution`` requires: one result per tape
