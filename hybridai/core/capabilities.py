@@ -62,10 +62,21 @@ class ChipCapabilities:
     hardware: names of attached physical devices (empty: emulated in software).
     max_neurons: size limit, ``None`` when only memory limits it.
     devices: torch devices an emulator computes on.
+    layers: the layer kinds the chip compiles, as ``hybridai.spiking.kind_of`` names them (``"dense"``,
+        ``"conv"``, ``"lif"``, ``"cuba"``, ``"sigma_delta"``, ``"relu"``, ``"pool"``, ``"flatten"``,
+        ``"decoder"``); ``hybridai.deploy`` cuts a model by them. Empty: not declared (a plugin's choice): the
+        spiking region around the model's spiking layers goes to the chip whole, and ``compile`` says what it
+        refuses.
+    frames: the chip takes frames ``[B, ...]`` (Akida), not time-major ``[T, B, ...]`` input: its segment is
+        the model's front end, the layers from the input that it takes.
+    takes: what it compiles, in words (the model shape and conditions such as ``reset='zero'``), for refusals.
     """
 
     bit_exact: bool = False
     hardware: tuple[str, ...] = ()
     max_neurons: int | None = None
     devices: tuple[str, ...] = ("cpu",)
+    layers: tuple[str, ...] = ()
+    frames: bool = False
+    takes: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)

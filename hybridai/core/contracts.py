@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, NamedTuple
 
 from hybridai.core.capabilities import ChipCapabilities, PlacementCapabilities, QuantumCapabilities
+from hybridai.core.chip import CompiledNetwork
 from hybridai.core.execution import Execution, ExecutionConfig
 from hybridai.core.redaction import describe_options
 
@@ -103,8 +104,8 @@ class ChipCompiler(Backend):
     """Compiles a trained spiking (or quantized) network to a chip's number formats.
 
     Chips take whole networks, not single layers: ``hybridai.deploy`` calls ``compile`` once and
-    runs the returned ``hybridai.neuromorphic.CompiledNetwork``. Compiled networks are not
-    differentiable.
+    runs the returned ``CompiledNetwork`` (``hybridai.core.chip``). Compiled networks are not
+    differentiable. ``capabilities.layers`` says which layers the chip takes.
     """
 
     domains = ("spiking",)
@@ -114,7 +115,7 @@ class ChipCompiler(Backend):
     def capabilities(self) -> ChipCapabilities: ...
 
     @abstractmethod
-    def compile(self, model: Any, *, calibration: Any = None) -> Any:
+    def compile(self, model: Any, *, calibration: Any = None) -> CompiledNetwork:
         """A ``CompiledNetwork`` for ``model`` (an ``nn.Sequential``), quantized with the help of
         ``calibration`` (a batch in the model's input layout) where the chip needs activation ranges."""
 

@@ -20,11 +20,11 @@ from typing import Any
 import torch
 from torch import nn
 
+from hybridai.core.chip import ChipRun, CompiledNetwork
 from hybridai.core.contracts import Backend, ChipCompiler, Placement
 from hybridai.core.execution import ExecutionStats
 from hybridai.core.module import retarget
 from hybridai.deployment.segments import Segment
-from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork
 from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, estimate
 from hybridai.neuromorphic.macs import dense_macs
 from hybridai.quantum.execution import check_mitigation

@@ -8,8 +8,8 @@ Per chip: ``loihi`` (bit-exact Loihi 1 emulator, ``loihi.quantize``, ``loihi.fak
 what the chip computes), ``akida`` (BrainChip's engine) and ``nengo`` (a ``nengo.Network``).
 """
 
+from hybridai.core.chip import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.neuromorphic import akida, energy, loihi
-from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.neuromorphic.akida.engine import AkidaNetwork
 from hybridai.neuromorphic.deploy import Deployment, DeploymentReport, deploy_chip
 from hybridai.neuromorphic.loihi.plan import LoihiNetwork

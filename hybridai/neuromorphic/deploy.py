@@ -19,11 +19,11 @@ import torch
 from torch import nn
 
 from hybridai.core import registry
+from hybridai.core.chip import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.core.contracts import ChipCompiler
 from hybridai.core.errors import ShapeError, invalid
 from hybridai.core.module import domain_of
 from hybridai.core.text_table import format_table
-from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, energy_model, estimate
 from hybridai.spiking.layout import check_samples_layout
 from hybridai.spiking.neurons import CUBA, LIF

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from hybridai.core.chip import ChipRun
 from hybridai.core.errors import invalid
-from hybridai.neuromorphic.activity import ChipRun
 
 DAVIES_2018 = (
     'Davies et al., "Loihi: A Neuromorphic Manycore Processor with On-Chip Learning", '

@@ -87,7 +87,7 @@ def _compiled(s: Subject) -> tuple[ProbeNetwork, Any]:
 
 def compile_and_run(s: Subject) -> str:
     """compile() a probe network; run() returns outputs in the float model's layout and sane activity counts."""
-    from hybridai.neuromorphic.activity import ChipRun
+    from hybridai.core.chip import ChipRun
 
     probe, compiled = _compiled(s)
     x = probe.inputs()

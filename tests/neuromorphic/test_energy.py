@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from hybridai.core.chip import ChipRun, LayerActivity
 from hybridai.core.errors import ConfigError
-from hybridai.neuromorphic.activity import ChipRun, LayerActivity
 from hybridai.neuromorphic.energy import FP32_MAC, LOIHI_1, energy_model, estimate, mac_energy
 
 

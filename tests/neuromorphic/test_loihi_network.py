@@ -7,9 +7,9 @@ from torch import nn
 import hybridai.neuromorphic.loihi.backend  # noqa: F401  (registers the "loihi" family)
 from hybridai import CUBA, LIF
 from hybridai.core import registry
+from hybridai.core.chip import ChipRun
 from hybridai.core.errors import HybridAIError
 from hybridai.neuromorphic import loihi
-from hybridai.neuromorphic.activity import ChipRun
 from hybridai.spiking.encoding import MembraneDecoder, SpikeCountDecoder
 
 

@@ -67,15 +67,18 @@ class AkidaBackend(ChipCompiler):
     @property
     def capabilities(self) -> ChipCapabilities:
         from hybridai.neuromorphic.akida.engine import import_akida
+        from hybridai.neuromorphic.akida.plan import ACCEPTS, SUPPORTED
 
         akida = import_akida()
         return ChipCapabilities(
             bit_exact=True,  # BrainChip's own engine; every run is also checked against an integer reference
             hardware=tuple(str(d) for d in self.hardware()),
             devices=("cpu",),
+            layers=ACCEPTS,
+            frames=True,
+            takes=SUPPORTED,
             extra={
                 "engine": f"akida {akida.__version__} software engine",
-                "frame_based": True,
                 **self.options,
             },
         )

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from hybridai.core.chip import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.core.errors import MissingExtraError
-from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.neuromorphic.akida.plan import (
     BUFFER_BITS,
     POST_OP_BITS,

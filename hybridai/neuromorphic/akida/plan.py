@@ -34,6 +34,7 @@ from hybridai.spiking.graph import LayerGraph, LayerNode, lower
 BITS = (1, 2, 4, 8)
 BUFFER_BITS = 28  # Akida's signed accumulator width
 POST_OP_BITS = 32  # acc * output_scales saturates at signed 32 bits; the quantizer keeps products below 2^31
+ACCEPTS = ("dense", "conv", "relu", "pool", "flatten")  # layer kinds (hybridai.spiking.kind_of)
 SUPPORTED = "nn.Linear, nn.Conv2d (stride 1, or 2 with kernel 1 or 3; padding 0 or k//2 with odd k), nn.ReLU, "
 SUPPORTED += "nn.MaxPool2d (after a Conv2d or its ReLU), nn.Flatten (before the first Linear), nn.Dropout, nn.Identity"
 
@@ -180,7 +181,7 @@ def _parse(model: nn.Module) -> tuple[LayerGraph, list[_Block]]:
     supported."""
     if not isinstance(model, nn.Sequential):
         raise invalid("model", type(model).__name__, f"an nn.Sequential of {SUPPORTED}")
-    graph = lower(model, target="akida", accepts=("dense", "conv", "relu", "pool", "flatten"), supported=SUPPORTED)
+    graph = lower(model, target="akida", accepts=ACCEPTS, supported=SUPPORTED)
     found: list[_Block] = []
     flattened = False
     for position, node in enumerate(graph):

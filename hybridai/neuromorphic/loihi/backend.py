@@ -57,9 +57,13 @@ class LoihiBackend(ChipCompiler):
 
     @property
     def capabilities(self) -> ChipCapabilities:
+        from hybridai.neuromorphic.loihi.plan import ACCEPTS, SUPPORTED
+
         return ChipCapabilities(
             bit_exact=True,
             devices=(str(self.device),),
+            layers=ACCEPTS,
+            takes=SUPPORTED,
             extra={
                 "quirks": self.quirks,
                 "input": "non-negative integer spike counts [T, B, F]",

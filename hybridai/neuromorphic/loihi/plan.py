@@ -41,8 +41,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from hybridai.core.chip import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.core.errors import BackendUnavailableError, ConfigError, ShapeError, invalid
-from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.neuromorphic.loihi.compartments import CompartmentConfig, check_integer, check_quirks
 from hybridai.neuromorphic.loihi.synapses import LoihiLayer, run_network
 from hybridai.spiking.graph import LayerNode, lower
@@ -53,6 +53,7 @@ VTH_MAX = 2**17 - 1
 BIAS_MAX = 4095 << 7
 Q_LIMIT = (1 << 21) - 1
 U_LIMIT = (1 << 23) - 1
+ACCEPTS = ("dense", "lif", "cuba", "decoder")  # layer kinds (hybridai.spiking.kind_of)
 SUPPORTED = (
     "an nn.Sequential of [nn.Linear, hybridai.LIF or hybridai.CUBA (reset='zero')] pairs, "
     "optionally ending in a SpikeCountDecoder, RateDecoder or MembraneDecoder (nn.Identity, nn.Dropout skipped)"
@@ -84,7 +85,7 @@ def parse(model: Any, quirks: str) -> tuple[list[Pair], nn.Module | None]:
     check_quirks(quirks)
     if not isinstance(model, nn.Sequential):
         raise invalid("model", type(model).__name__, SUPPORTED)
-    graph = lower(model, target="loihi", accepts=("dense", "lif", "cuba", "decoder"), supported=SUPPORTED)
+    graph = lower(model, target="loihi", accepts=ACCEPTS, supported=SUPPORTED)
     layers = graph.layers[:-1] if graph.decoder is not None else graph.layers
     pairs: list[Pair] = []
     for i in range(0, len(layers), 2):

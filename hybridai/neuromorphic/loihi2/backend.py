@@ -34,9 +34,13 @@ class Loihi2Backend(ChipCompiler):
 
     @property
     def capabilities(self) -> ChipCapabilities:
+        from hybridai.neuromorphic.loihi2.plan import ACCEPTS, SUPPORTED
+
         return ChipCapabilities(
             bit_exact=True,
             devices=(str(self.device),),
+            layers=ACCEPTS,
+            takes=SUPPORTED,
             extra={
                 "input": "the float model's input [T, B, F] or [T, B, C, H, W]; the host sends integer deltas",
                 "messages": "graded: one event per non-zero integer payload",

@@ -41,8 +41,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from hybridai.core.chip import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.core.errors import ShapeError, invalid
-from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.neuromorphic.loihi.plan import check_device
 from hybridai.neuromorphic.loihi2.network import Convolution, GradedLayer, run_graded_network
 from hybridai.neuromorphic.loihi2.sigma_delta import SigmaDeltaConfig
@@ -50,6 +50,7 @@ from hybridai.spiking.graph import LayerNode, lower
 from hybridai.spiking.sigma_delta import SigmaDelta
 
 MANTISSA = 254  # the largest even 8-bit magnitude every Lava sign mode keeps
+ACCEPTS = ("sigma_delta", "dense", "conv", "flatten", "decoder")  # layer kinds (hybridai.spiking.kind_of)
 SUPPORTED = (
     "an nn.Sequential: SigmaDelta (the input layer), then [nn.Linear(bias=False) or TimeDistributed(nn.Conv2d("
     "bias=False)), SigmaDelta] pairs (TimeDistributed(nn.Flatten()) before a Linear on feature maps), optionally "
@@ -84,8 +85,7 @@ def parse(model: Any) -> tuple[list[Stage], nn.Module | None]:
     """The chip layers and the optional decoder of ``model``, or one ConfigError naming the layer."""
     if not isinstance(model, nn.Sequential):
         raise invalid("model", type(model).__name__, SUPPORTED)
-    accepts = ("sigma_delta", "dense", "conv", "flatten", "decoder")
-    graph = lower(model, target="loihi2", accepts=accepts, supported=SUPPORTED)
+    graph = lower(model, target="loihi2", accepts=ACCEPTS, supported=SUPPORTED)
     layers = graph.layers[:-1] if graph.decoder is not None else graph.layers
     nodes = [n for n in layers if n.kind != "flatten"]  # messages into a Dense are flattened on the chip
     if nodes[0].kind != "sigma_delta":

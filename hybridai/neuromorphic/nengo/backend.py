@@ -29,9 +29,13 @@ class NengoBackend(ChipCompiler):
 
     @property
     def capabilities(self) -> ChipCapabilities:
+        from hybridai.neuromorphic.nengo.network import ACCEPTS, SUPPORTED
+
         return ChipCapabilities(
             bit_exact=False,  # nengo's LIF is continuous-time; LIF layers match spike for spike, CUBA only in rate
             devices=("cpu",),
+            layers=ACCEPTS,
+            takes=SUPPORTED,
             extra={
                 "simulator": "nengo.Simulator (reference, float64)",
                 "resets": ("zero",),

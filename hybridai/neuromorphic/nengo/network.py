@@ -53,11 +53,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from hybridai.core.chip import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.core.errors import ShapeError, bounded_int, invalid
-from hybridai.neuromorphic.activity import ChipRun, CompiledNetwork, LayerActivity
 from hybridai.spiking.graph import LayerNode, lower
 from hybridai.spiking.neurons import check_time_major
 
+ACCEPTS = ("dense", "lif", "cuba", "decoder")  # layer kinds (hybridai.spiking.kind_of)
 SUPPORTED = (
     "an nn.Sequential of nn.Linear and hybridai.LIF / hybridai.CUBA layers (reset='zero'), "
     "optionally ending in a SpikeCountDecoder, RateDecoder or MembraneDecoder (nn.Identity, nn.Dropout skipped)"
@@ -151,8 +152,7 @@ def plan(
     cuba_refractory_steps = check_refractory_steps(cuba_refractory_steps)
     if n_inputs is not None:  # nengo sizes its input node with it: an int numpy can allocate
         bounded_int("n_inputs", n_inputs, 1, MAX_WIDTH)
-    accepts = ("dense", "lif", "cuba", "decoder")
-    graph = lower(model, target="nengo", accepts=accepts, supported=SUPPORTED, n_inputs=n_inputs)
+    graph = lower(model, target="nengo", accepts=ACCEPTS, supported=SUPPORTED, n_inputs=n_inputs)
     plans: list[NengoLayerPlan] = []
     spiking: list[LayerNode] = []
     pending: nn.Linear | None = None
