@@ -31,11 +31,19 @@ def memory_limit(device: torch.device) -> int:
 
 
 def check_state_memory(
-    backend: str, n_qubits: int, *, density: bool = False, copies: int = 1, itemsize: int = 16, limit: int | None = None
+    backend: str,
+    n_qubits: int,
+    *,
+    density: bool = False,
+    copies: int = 1,
+    itemsize: int = 16,
+    limit: int | None = None,
+    remedy: str = "fewer qubits, or hardware ('ibm:<device>')",
+    where: str = "half the RAM",
 ) -> None:
     """Refuse a simulation of ``n_qubits`` on ``backend`` whose ``copies`` states (statevectors, or density
     matrices when ``density``) of ``itemsize`` bytes per amplitude would exceed ``limit`` bytes (default
-    half the RAM)."""
+    half the RAM; ``where`` says what the limit is); ``remedy`` says what to do instead."""
     limit = physical_memory() // 2 if limit is None else limit
     amplitudes = 4**n_qubits if density else 2**n_qubits
     estimate = amplitudes * itemsize * copies
@@ -44,5 +52,5 @@ def check_state_memory(
         raise ResourceLimitError(
             f"n_qubits={n_qubits} on {backend!r} needs a {what} of about {estimate / 2**30:.4g} GiB "
             f"({copies} cop{'y' if copies == 1 else 'ies'}), above the {limit / 2**30:.4g} GiB available to it "
-            "(half the RAM); accepted: fewer qubits, or hardware ('ibm:<device>')"
+            f"({where}); accepted: {remedy}"
         )

@@ -19,7 +19,7 @@ from hybridai.quantum.resources import check_state_memory
 def _probability(argument: str, value: Any, accepted: str, given: Any = None) -> float:
     """``value`` as a float if it is a real number (not a bool) in [0, 1], else a ConfigError showing ``given``
     (the whole argument, ``value`` by default)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= float(value) <= 1:
         raise invalid(argument, value if given is None else given, accepted)
     return float(value)
 
@@ -72,34 +72,7 @@ class AerBackend(QiskitBackend):
         self.threads = threads
         if threads != 1:
             self.options["threads"] = threads
-        if noise_model is not None:
-            _check_noise_model(noise_model)
-            if depolarizing is not None or readout_error is not None:
-                raise ConfigError(
-                    f"noise_model= cannot be combined with {_rates(depolarizing, readout_error)}; accepted: one "
-                    "source of noise (add the rates to your NoiseModel)"
-                )
-        self.device = fake_backend(target) if target else None
-        if self.device is not None and (depolarizing is not None or readout_error is not None):
-            raise ConfigError(
-                f"{_rates(depolarizing, readout_error)} would be ignored on backend='aer:{target}', which brings the "
-                "device's own noise; accepted: backend='aer' with the rates, or noise_model= a NoiseModel to replace "
-                "the device's noise"
-            )
-        for key, value in (("depolarizing", depolarizing), ("readout_error", readout_error),
-                           ("noise_model", noise_model)):  # fmt: skip
-            if value is not None:
-                self.options[key] = value
-        if noise_model is not None:
-            self.noise_model = noise_model
-        elif self.device is not None:
-            from qiskit_aer.noise import NoiseModel
-
-            self.noise_model = NoiseModel.from_backend(self.device)
-        elif depolarizing is not None or readout_error is not None:
-            self.noise_model = _noise_from_rates(depolarizing, readout_error)
-        else:
-            self.noise_model = None
+        self.device, self.noise_model = resolve_noise(self, target, depolarizing, readout_error, noise_model)
 
     def check_resources(self, n_qubits: int, config: ExecutionConfig) -> None:
         super().check_resources(n_qubits, config)
@@ -168,7 +141,7 @@ class AerBackend(QiskitBackend):
         self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], config: ExecutionConfig, tally: Tally
     ) -> list:
         """Expectations from real samples: one measured circuit per qubit-wise commuting basis."""
-        plan = [(circuit, observables, _basis_groups(observables)) for circuit, observables in pairs]
+        plan = [(circuit, observables, basis_groups(observables)) for circuit, observables in pairs]
         pubs = [
             (self._measured(circuit, basis)[0], v)
             for (circuit, _, groups), v in zip(plan, values, strict=True)
@@ -191,29 +164,68 @@ class AerBackend(QiskitBackend):
         return outs
 
     def _measured(self, circuit: Any, basis: dict) -> tuple[Any, tuple[int, ...]]:
-        return self.cached(("measured", id(circuit), basis["key"]), lambda: self._measure(circuit, basis))
+        return self.cached(("measured", id(circuit), basis["key"]),
+                           lambda: measured_circuit(circuit, basis, self.hardware()))  # fmt: skip
 
-    def _measure(self, circuit: Any, basis: dict) -> tuple[Any, tuple[int, ...]]:
-        """The circuit rotated into ``basis`` with its used qubits measured (clbit j: the j-th of them), and those
-        qubits. Only the qubits a gate or an observable touches are measured: a measured idle qubit would keep
-        Aer from leaving it out, and a 127-qubit device's whole register cannot be simulated."""
-        from qiskit import ClassicalRegister, transpile
 
-        measured = circuit.copy()
-        for q, letter in basis["letters"].items():
-            if letter == "X":
-                measured.h(q)
-            elif letter == "Y":
-                measured.sdg(q)
-                measured.h(q)
-        used = {measured.find_bit(q).index for i in measured.data if i.operation.name != "barrier" for q in i.qubits}
-        qubits = tuple(sorted(used | set(basis["letters"])))
-        bits = ClassicalRegister(len(qubits), "meas")
-        measured.add_register(bits)
-        for j, q in enumerate(qubits):
-            measured.measure(q, bits[j])
-        measured = transpile(measured, backend=self.hardware(), optimization_level=0, seed_transpiler=1234)
-        return measured, qubits
+def measured_circuit(circuit: Any, basis: dict, hardware: Any) -> tuple[Any, tuple[int, ...]]:
+    """The circuit rotated into ``basis`` (a ``basis_groups`` entry) with its used qubits measured (clbit j: the j-th
+    of them), transpiled for ``hardware`` at level 0, and those qubits. Only the qubits a gate or an observable
+    touches are measured: a measured idle qubit would keep Aer from leaving it out, and a 127-qubit device's whole
+    register cannot be simulated."""
+    from qiskit import ClassicalRegister, transpile
+
+    measured = circuit.copy()
+    for q, letter in basis["letters"].items():
+        if letter == "X":
+            measured.h(q)
+        elif letter == "Y":
+            measured.sdg(q)
+            measured.h(q)
+    used = {measured.find_bit(q).index for i in measured.data if i.operation.name != "barrier" for q in i.qubits}
+    qubits = tuple(sorted(used | set(basis["letters"])))
+    bits = ClassicalRegister(len(qubits), "meas")
+    measured.add_register(bits)
+    for j, q in enumerate(qubits):
+        measured.measure(q, bits[j])
+    measured = transpile(measured, backend=hardware, optimization_level=0, seed_transpiler=1234)
+    return measured, qubits
+
+
+def resolve_noise(
+    backend: QiskitBackend, target: str | None, depolarizing: Any, readout_error: Any, noise_model: Any
+) -> tuple[Any, Any]:
+    """``(device, noise model)`` of a noisy Qiskit family (``aer``, ``density``): the fake device named by ``target``
+    (or None) and the noise from ``noise_model=``, else the device's, else the rates (or None: noiseless). The
+    options given are recorded in ``backend.options``; contradictory ones are refused."""
+    if noise_model is not None:
+        _check_noise_model(noise_model)
+        if depolarizing is not None or readout_error is not None:
+            raise ConfigError(
+                f"noise_model= cannot be combined with {_rates(depolarizing, readout_error)}; accepted: one "
+                "source of noise (add the rates to your NoiseModel)"
+            )
+    device = fake_backend(target) if target else None
+    if device is not None and (depolarizing is not None or readout_error is not None):
+        family = backend.family or "aer"  # the registry names the family; a class built directly is aer's
+        raise ConfigError(
+            f"{_rates(depolarizing, readout_error)} would be ignored on backend='{family}:{target}', which brings the "
+            f"device's own noise; accepted: backend='{family}' with the rates, or noise_model= a NoiseModel to "
+            "replace the device's noise"
+        )
+    for key, value in (("depolarizing", depolarizing), ("readout_error", readout_error),
+                       ("noise_model", noise_model)):  # fmt: skip
+        if value is not None:
+            backend.options[key] = value
+    if noise_model is not None:
+        return device, noise_model
+    if device is not None:
+        from qiskit_aer.noise import NoiseModel
+
+        return device, NoiseModel.from_backend(device)
+    if depolarizing is not None or readout_error is not None:
+        return device, _noise_from_rates(depolarizing, readout_error)
+    return device, None
 
 
 def _rates(depolarizing: Any, readout_error: Any) -> str:
@@ -242,7 +254,7 @@ def _parities(bits: Any, labels: list[str], qubits: tuple[int, ...]) -> list[np.
     return [means[..., w] for w in range(len(labels))]
 
 
-def _basis_groups(observables: list[Any]) -> list[dict]:
+def basis_groups(observables: list[Any]) -> list[dict]:
     """Greedy qubit-wise commuting groups of the Pauli labels of ``observables``."""
     groups: list[dict] = []
     for obs in observables:

@@ -1,4 +1,5 @@
-"""What the Qiskit families ``aer`` and ``ibm`` share: conversion, transpilation, calls, retries.
+"""What the Qiskit families ``aer`` and ``ibm`` share: conversion, transpilation, calls, retries (``density``,
+hybridai's own noisy simulator, shares the conversion and transpilation cache and runs its own ``execute``).
 
 A tape is converted to a parametrised ``QuantumCircuit`` once per circuit structure and
 transpiled once per backend; a whole batch, and in training every parameter-shifted copy of
@@ -85,6 +86,7 @@ class QiskitBackend(QuantumExecutor):
     # ZNE's folded circuits come with a barrier between folded blocks (hybridai.quantum.execution) and are
     # transpiled at optimization_level like any other: the scale-factor-1 circuit IS the unmitigated one.
     fold_barriers = True
+    shared_options: tuple[str, ...] = SHARED_OPTIONS  # the options of QiskitBackend the family takes
     own_options: tuple[str, ...] = ()  # the family's options besides the shared ones (listed in errors)
 
     @classmethod
@@ -115,14 +117,7 @@ class QiskitBackend(QuantumExecutor):
             raise invalid("timeout", timeout, f"None (wait as long as the job takes) or seconds in (0, {MAX_SECONDS}]")
         if isinstance(optimization_level, bool) or optimization_level not in (0, 1, 2, 3):
             raise invalid("optimization_level", optimization_level, "0, 1, 2 or 3")
-        if options:
-            name = f"{self.family}:{target}" if target else self.family
-            accepted = [*SHARED_OPTIONS, *self.own_options]
-            hints = "".join(suggest(o, accepted) for o in sorted(options))
-            raise ConfigError(
-                f"backend={name!r} does not accept the option(s) {sorted(options)}; accepted: "
-                f"{', '.join(accepted)}.{hints}"
-            )
+        self.refuse_options(target, options)
         given = {"shots": shots, "seed": seed, "retries": retries, "backoff": backoff, "timeout": timeout,
                  "max_parameter_sets": max_parameter_sets, "optimization_level": optimization_level}  # fmt: skip
         defaults = {"retries": 2, "backoff": 1.0, "optimization_level": 1}
@@ -133,6 +128,17 @@ class QiskitBackend(QuantumExecutor):
         self.max_parameter_sets, self.optimization_level = max_parameter_sets, optimization_level
         self._transpiled: dict[tuple, Any] = {}
         self._lock = threading.Lock()
+
+    def refuse_options(self, target: str | None, options: dict[str, Any]) -> None:
+        """A ConfigError naming ``options`` when there are any (the family's accepted options listed)."""
+        if options:
+            name = f"{self.family}:{target}" if target else self.family
+            accepted = [*self.shared_options, *self.own_options]
+            hints = "".join(suggest(o, accepted) for o in sorted(options))
+            raise ConfigError(
+                f"backend={name!r} does not accept the option(s) {sorted(options)}; accepted: "
+                f"{', '.join(accepted)}.{hints}"
+            )
 
     @classmethod
     def is_available(cls) -> Availability:
@@ -316,11 +322,11 @@ class QiskitBackend(QuantumExecutor):
             return [e.reshape(v.shape[0], v.shape[1], -1) for e, v in zip(evs, values, strict=True)]
 
         raws = parameter_shift([c.params for c in converted], batches, evaluate)
-        results = [_measurements(tape, c, raw) for tape, c, raw in zip(tapes, converted, raws, strict=True)]
+        results = [tape_results(tape, c, raw) for tape, c, raw in zip(tapes, converted, raws, strict=True)]
         return Execution(results, tally.stats())
 
 
-def _measurements(tape: Any, converted: Converted, raw: Any) -> Any:
+def tape_results(tape: Any, converted: Converted, raw: Any) -> Any:
     """A tape's results (PennyLane's layout) from its raw expectation columns ``[B, R]``."""
     results = []
     for kind, where in converted.post:

@@ -1,0 +1,251 @@
+"""Backend family ``density``: hybridai's own batched, differentiable density-matrix simulator with Qiskit noise.
+
+Noise exactly as the ``aer`` family takes it: ``density:fake_<device>`` (the device's
+``NoiseModel.from_backend``, its coupling map and basis gates), ``depolarizing=p`` or ``(p1, p2)`` and
+``readout_error=q``, or ``noise_model=`` a ``qiskit_aer.noise.NoiseModel`` of your own. Circuits are converted and
+transpiled by the very code ``aer`` uses (``QiskitBackend.transpiled``: same target, optimisation level and seed),
+so both run the same gates with the same noise after each (``noise``). Each circuit structure is compiled once into
+blocks of Pauli transfer matrices (``planning``), then a whole batch of parameter sets runs as torch operations on
+the parameters' device (``simulate``): CPU or CUDA. The density matrices are held in the Pauli basis, ``[B, 4, ...,
+4]`` real coefficients ``tr(rho P)`` (``channels``: a quarter of the multiply-adds of complex superoperators, half
+the memory, the same information): float64 for ``dtype="complex128"`` (the default, as precise as complex128),
+float32 for ``"complex64"``. Only the qubits a gate or an observable touches are simulated.
+
+- ``shots=None``: exact ``tr(rho O)`` of the noisy state; readout errors are left out, as Aer's estimator leaves
+  them out (``readout_error=`` is refused without shots, as on ``aer``). Gradients: ``"best"``/``"backprop"``
+  (autograd through every gate and channel, double backward too), or ``"parameter-shift"``.
+- ``shots=N``: seeded samples (``torch.Generator``, never the global RNG) of each qubit-wise commuting basis group,
+  rotated as ``aer`` rotates it, with readout errors on the read bits (``sampling``); gradients by the
+  parameter-shift rule on sampled values (``"best"``/``"parameter-shift"``).
+- Zero-noise extrapolation (``mitigation=hybridai.ZNE()`` on a layer) folds with barriers and transpiles the
+  folded circuits as ``aer`` does (``fold_barriers``); training through it is differentiable.
+
+A state that would not fit in memory (``4^m`` coefficients per parameter set, and one per block for backprop) is
+refused before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from hybridai.core.capabilities import QuantumCapabilities
+from hybridai.core.errors import ConfigError, invalid
+from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
+from hybridai.quantum.density.noise import Noise
+from hybridai.quantum.density.plan import Plan
+from hybridai.quantum.density.planning import compile_circuit, exact_readout, used_qubits
+from hybridai.quantum.density.sampling import sampled_parities, sampled_readout
+from hybridai.quantum.density.simulate import expectations, run
+from hybridai.quantum.qiskit.aer import basis_groups, measured_circuit, resolve_noise
+from hybridai.quantum.qiskit.conversion import Converted, convert
+from hybridai.quantum.qiskit.executor import QiskitBackend, tape_results
+from hybridai.quantum.resources import check_state_memory, memory_limit
+from hybridai.quantum.shift_rule import parameter_shift
+
+DTYPES = {"complex128": torch.float64, "complex64": torch.float32}  # the real dtype of the Pauli coefficients
+DIFF_METHODS = ("best", "backprop", "parameter-shift")
+REMEDY = ("fewer qubits, or backend='aer' with shots (Aer samples noisy statevectors, 2^n amplitudes each), or "
+          "hardware ('ibm:<device>')")  # fmt: skip
+
+
+class DensityBackend(QiskitBackend):
+    """Batched density matrices in torch with Qiskit noise models; see the module docstring."""
+
+    family = "density"  # also when built directly (the registry sets the same)
+    shared_options = ("shots", "seed", "optimization_level")
+    own_options = ("dtype", "depolarizing", "readout_error", "noise_model")
+
+    def __init__(
+        self,
+        target: str | None = None,
+        *,
+        dtype: str | torch.dtype = "complex128",
+        depolarizing: Any = None,
+        readout_error: float | None = None,
+        noise_model: Any = None,
+        **options: Any,
+    ) -> None:
+        self.refuse_options(target, {k: v for k, v in options.items() if k not in self.shared_options})
+        super().__init__(target, **options)
+        if isinstance(dtype, torch.dtype):
+            dtype = str(dtype).removeprefix("torch.")
+        if dtype not in DTYPES:
+            raise invalid("dtype", dtype, f"one of {sorted(DTYPES)}")
+        self.dtype = dtype
+        if dtype != "complex128":
+            self.options["dtype"] = dtype
+        self.device, self.noise_model = resolve_noise(self, target, depolarizing, readout_error, noise_model)
+        self.noise = Noise(self.noise_model)
+
+    @property
+    def capabilities(self) -> QuantumCapabilities:
+        noisy = self.noise_model is not None
+        return QuantumCapabilities(
+            differentiable=True, exact=self.shots is None and not noisy, shots=True, noise=noisy,
+            max_qubits=self.device.num_qubits if self.device is not None else None, diff_methods=DIFF_METHODS,
+            devices=("cpu", "cuda"), dtype=self.dtype,
+        )  # fmt: skip
+
+    def hardware(self) -> Any:
+        """What circuits are transpiled for: the fake device, else Aer's simulator (exactly as ``aer``)."""
+        if self.device is not None:
+            return self.device
+        from qiskit_aer import AerSimulator
+
+        return AerSimulator()
+
+    def check_resources(self, n_qubits: int, config: ExecutionConfig) -> None:
+        super().check_resources(n_qubits, config)
+        check_state_memory(self.name, n_qubits, density=True, itemsize=DTYPES[self.dtype].itemsize, remedy=REMEDY)
+
+    def execute(self, tapes: Any, config: ExecutionConfig) -> Execution:
+        """Every tape's whole batch (and, for parameter-shift gradients, every shifted copy of it) in one run."""
+        self.check_config(config)
+        tapes = list(tapes)
+        self.check_resources(len(config.wires), config)
+        shots = config.shots or next((t.shots.total_shots for t in tapes if t.shots), None) or self.shots
+        if shots is None and self.options.get("readout_error") is not None:
+            raise invalid("shots", None, "a number of shots when readout_error is set (readout errors act on samples)")
+        seed = config.seed if config.seed is not None else self.seed
+        config = config.replace(shots=shots, seed=seed)
+        generator = None
+        if shots:
+            generator = torch.Generator()
+            generator.seed() if seed is None else generator.manual_seed(seed)
+        started = time.perf_counter()
+        results, circuits = [], 0
+        for tape in tapes:
+            converted = convert(tape, list(config.wires))
+            result, rows = self._tape(tape, converted, config, generator)
+            results.append(result)
+            circuits += rows
+        stats = ExecutionStats(circuits, len(tapes), circuits * (shots or 0), time.perf_counter() - started)
+        return Execution(results, stats)
+
+    def _tape(
+        self, tape: Any, converted: Converted, config: ExecutionConfig, generator: torch.Generator | None
+    ) -> tuple[Any, int]:
+        """One tape's results and the number of parameter sets run."""
+        params = converted.params
+        batch = tape.batch_size or 1
+        device = next((p.device for p in params if p.device.type != "cpu"), torch.device("cpu"))
+        needs_grad = torch.is_grad_enabled() and any(p.requires_grad for p in params)
+        method = config.diff_method
+        if config.shots and needs_grad and method == "backprop":
+            raise ConfigError(
+                f"shots={config.shots} with diff_method='backprop' on {self.name!r}: sampled values have no autograd "
+                "gradient; accepted: diff_method='parameter-shift' (or 'best') with shots, or shots=None"
+            )
+        level = 0 if config.keep_gates else self.optimization_level
+        if needs_grad and (config.shots or method == "parameter-shift"):
+            ran: list[int] = []
+
+            def evaluate(values: list[np.ndarray]) -> list[np.ndarray]:
+                (v,) = values
+                rows = v.shape[0] * v.shape[1]
+                columns = torch.from_numpy(v.reshape(rows, v.shape[-1])).to(device, DTYPES[self.dtype])
+                with torch.no_grad():
+                    out = self._values(converted, level, list(columns.unbind(-1)), rows, device, config, generator)
+                ran.append(rows)
+                return [out.double().cpu().numpy().reshape(v.shape[0], v.shape[1], -1)]
+
+            (raw,) = parameter_shift([params], [batch], evaluate)
+            raw = raw.to(device, DTYPES[self.dtype])
+            rows = sum(ran)
+        else:
+            raw = self._values(converted, level, params, batch, device, config, generator)
+            rows = batch
+        return tape_results(tape, converted, raw), rows
+
+    def _values(
+        self,
+        converted: Converted,
+        level: int,
+        params: list[torch.Tensor],
+        rows: int,
+        device: torch.device,
+        config: ExecutionConfig,
+        generator: torch.Generator | None,
+    ) -> torch.Tensor:
+        """Expectations ``[rows, R]`` of the converted circuit's raw observables for its parameter values."""
+        dtype = DTYPES[self.dtype]
+        values = _stacked(params, rows, device, dtype)
+        if not config.shots:
+            plan = self._exact_plan(converted, config.keep_gates, level)
+            state = self._run(plan, values, rows, device)
+            return expectations(plan, state)
+        circuit, observables = self.transpiled(converted, config.keep_gates)
+        found: dict[str, torch.Tensor] = {}
+        for basis in basis_groups(observables):
+            plan = self._sampled_plan(converted, circuit, basis, level)
+            with torch.no_grad():
+                state = self._run(plan, values, rows, device)
+            parities = sampled_parities(plan, state, config.shots, generator or torch.Generator()).to(device, dtype)
+            found.update(zip(sorted(basis["labels"]), parities.unbind(-1), strict=True))
+        out = torch.zeros(rows, len(observables), dtype=dtype, device=device)
+        for r, obs in enumerate(observables):
+            for label, coeff in zip(obs.paulis.to_labels(), obs.coeffs, strict=True):
+                term = 1.0 if set(label) == {"I"} else found[label]
+                out[:, r] += float(np.real(coeff)) * term
+        return out
+
+    def _run(self, plan: Plan, values: torch.Tensor, rows: int, device: torch.device) -> torch.Tensor:
+        """The plan's final state for ``rows`` parameter sets (``values``: ``[P, rows]``), after checking that it fits
+        in memory (one state per block kept for backprop, a few otherwise)."""
+        grad = torch.is_grad_enabled() and values.requires_grad
+        copies = rows * (2 * len(plan.blocks) + 2 if grad else 3)
+        where = "half the GPU's free memory" if device.type == "cuda" else "half the RAM"
+        check_state_memory(self.name, plan.m, density=True, copies=copies, itemsize=DTYPES[self.dtype].itemsize,
+                           limit=memory_limit(device), remedy=REMEDY, where=where)  # fmt: skip
+        return run(plan, values, Named(values), device, DTYPES[self.dtype])
+
+    def _exact_plan(self, converted: Converted, keep_gates: bool, level: int) -> Plan:
+        def make() -> Plan:
+            circuit, observables = self.transpiled(converted, keep_gates)
+            plan = compile_circuit(circuit, self.noise, used_qubits(circuit, observables))
+            plan.readout = exact_readout(plan, observables)
+            return plan
+
+        return self.cached(("density", converted.key, level), make)
+
+    def _sampled_plan(self, converted: Converted, circuit: Any, basis: dict, level: int) -> Plan:
+        def make() -> Plan:
+            measured, _ = measured_circuit(circuit, basis, self.hardware())
+            letters = tuple(sorted(basis["letters"]))
+            plan = compile_circuit(measured, self.noise, used_qubits(measured, [], basis["letters"]))
+            readouts = [self.noise.readout(q) for q in letters]
+            plan.readout = sampled_readout(plan, letters, sorted(basis["labels"]), readouts)
+            return plan
+
+        return self.cached(("density", converted.key, level, basis["key"]), make)
+
+
+def _stacked(params: list[torch.Tensor], rows: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """The circuit parameters (scalars or ``[rows]``) as one ``[P, rows]`` tensor on ``device`` in ``dtype``."""
+    if not params:
+        return torch.zeros(0, rows, dtype=dtype, device=device)
+    columns = torch.broadcast_tensors(*(p.to(device, dtype) for p in params))
+    return torch.stack(columns).reshape(len(params), -1).expand(-1, rows)
+
+
+class Named(Mapping):
+    """``theta[i]`` -> row i of the stacked parameters (what angles that are not affine read, by name)."""
+
+    def __init__(self, values: torch.Tensor) -> None:
+        self.stacked = values
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        if not (name.startswith("theta[") and name.endswith("]")):
+            raise KeyError(name)
+        return self.stacked[int(name[6:-1])]
+
+    def __iter__(self) -> Iterator[str]:
+        return (f"theta[{i}]" for i in range(len(self.stacked)))
+
+    def __len__(self) -> int:
+        return len(self.stacked)
