@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from hybridai.core.errors import HybridAIError, invalid
 from hybridai.core.text_table import format_table
@@ -90,8 +91,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                  batch_size=args.batch_size, seed=args.seed)  # fmt: skip
     else:
         run_hybrid_demo(n_qubits=4 if args.qubits is None else args.qubits, epochs=15 if args.epochs is None else
-                        args.epochs, batch_size=args.batch_size, shots=args.shots, zne=args.zne, seed=args.seed,
-                        out=args.out)  # fmt: skip
+                        args.epochs, batch_size=args.batch_size, shots=args.shots, chip=args.chip, zne=args.zne,
+                        seed=args.seed, out=args.out)  # fmt: skip
     return 0
 
 
@@ -172,7 +173,8 @@ def _load_tensors(path: str, argument: str, accepted: str, allowed: list[type] |
     import torch
 
     try:
-        with torch.serialization.safe_globals(allowed or []):
+        safe: list[Callable[..., Any] | tuple[Callable[..., Any], str]] = list(allowed or [])
+        with torch.serialization.safe_globals(safe):
             return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
         raise invalid(
@@ -202,6 +204,10 @@ def _model_from_factory(where: str, name: str, text: str):
             if not os.path.isfile(where):
                 raise invalid("model", text, f"an existing Python file before ':{name}': {MODEL_ACCEPTED}")
             spec = importlib.util.spec_from_file_location(f"hybridai_model_{abs(hash(where))}", where)
+            if spec is None or spec.loader is None:
+                raise invalid(
+                    "model", text, f"a Python file that importlib can load before ':{name}': {MODEL_ACCEPTED}"
+                )
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         else:
@@ -353,8 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_info)
     p = sub.add_parser(
         "demo",
-        help="train ONE model with spiking, classical and quantum layers on event-camera data, deploy it on the "
-        "Loihi emulator and a noisy fake IBM device (with and without ZNE); --task digits: the digits demo",
+        help="train ONE model with a neuromorphic front end, classical and quantum layers on event-camera data, "
+        "deploy it on an emulated chip (Loihi 2 by default) and a noisy fake IBM device (with and without ZNE); "
+        "--task digits: the digits demo",
     )
     p.add_argument("--task", choices=("events", "digits"), default="events",
                    help="events: the three-domain demo (default); digits: classical + quantum on digits")  # fmt: skip
@@ -362,6 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="qubits of the quantum layer (events 2-5, default 4; digits 4-8, default 6)")  # fmt: skip
     p.add_argument("--epochs", type=int, default=None, help="training epochs (events 15, digits 25)")
     p.add_argument("--batch-size", type=int, default=32, help="minibatch size (default 32)")
+    p.add_argument("--chip", choices=("loihi2", "loihi", "akida", "nengo"), default="loihi2",
+                   help="events: the chip and its front end: loihi2 (sigma-delta, default), loihi or nengo (LIF), "
+                   "akida (a CNN on frames)")  # fmt: skip
     p.add_argument("--shots", type=int, default=1000, help="shots on the noisy device, events (default 1000)")
     p.add_argument("--no-zne", dest="zne", action="store_false", help="events: skip the ZNE placement")
     p.add_argument("--out", type=Path, default=Path("."), help="folder for hybrid_demo.png, events (created first)")

@@ -147,6 +147,15 @@ def test_demo_rejects_bad_qubits(capsys):
     assert "qubits=9 is not valid; accepted: an int in [2, 5]" in capsys.readouterr().err
 
 
+def test_demo_chip_is_one_with_a_front_end(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--chip", "spinnaker"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'spinnaker'" in capsys.readouterr().err
+    help_text = " ".join(run_cli("demo", "--help").stdout.split())
+    assert "--chip {loihi2,loihi,akida,nengo}" in help_text and "loihi or nengo (LIF), akida" in help_text
+
+
 @pytest.mark.slow
 def test_demo_learns(capsys):
     results = run_demo(n_qubits=4, epochs=2, batch_size=64, seed=1)

@@ -1,54 +1,42 @@
 """``hybridai demo``: ONE model with all three kinds of computing, trained end to end, then deployed.
 
 Synthetic event-camera recordings (``hybridai.events.moving_shapes``: a square or disk crossing a
-16x16 sensor in one of four directions, with shot noise) are binned into time steps. The model:
+16x16 sensor in one of four directions, with shot noise) are binned into time steps. The model
+(``event_models``; the front end is the chip's, ``--chip``):
 
-    events [T, B, 512] -> Linear -> LIF -> RateDecoder           spiking front end
-                       -> Linear -> Tanh                         classical
-                       -> QuantumLayer (4 qubits)                quantum
-                       -> Linear                                 classical head
+    events [T, B, 512] -> sigma-delta front end (Loihi 2)                         chip
+                       -> Tanh                                                    classical
+                       -> QuantumLayer (4 qubits)                                 quantum
+                       -> Linear                                                  classical head
 
-is trained in float on the CPU, then deployed with ``hybridai.deploy``: the spiking segment on the
-bit-exact Loihi emulator, the circuit on an exact simulator, on a noisy fake IBM device (FakeManila's
-noise model, with shots) and on the same device with zero-noise extrapolation, the rest on torch.
-Two baselines are trained the same way from the same data: a classical layer in place of the circuit,
-and a classical front end (events per time step, averaged -> Linear -> ReLU) in place of the spiking one.
-Firing rates in [0, 1] (not raw counts) feed the classical layer, so its Tanh does not saturate at once.
+is trained end to end on the CPU (the chip's front end through ``loihi2.fake_quantize``, so it is trained
+with the weights the chip holds), then deployed with ``hybridai.deploy(model, chip=..., quantum=...,
+classical="torch")``: the front end on the bit-exact Loihi 2 emulator, the circuit on an exact simulator,
+on a noisy fake IBM device (FakeManila's noise model, with shots) and on the same device with zero-noise
+extrapolation, the rest on torch. ``chip="loihi"`` (or ``"nengo"``) puts a LIF front end there instead,
+``chip="akida"`` a small CNN on frames. Two baselines are trained the same way from the same data: a
+classical layer in place of the circuit, and a dense float front end in place of the chip's.
 """
 
 from __future__ import annotations
 
-import math
+import textwrap
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
 
-from hybridai.core.errors import bounded_int, invalid, positive_int
+from hybridai.core.errors import bounded_int, invalid
 from hybridai.core.module import summary
-from hybridai.core.text_table import format_table
-from hybridai.quantum import QuantumLayer
-from hybridai.spiking import LIF, RateDecoder
+from hybridai.demo.event_models import FRONT_ENDS, SENSOR, EventModel, build_model
+from hybridai.demo.machine import machine_line
+from hybridai.demo.placement_table import WIDTH, Placement, chip_cost, deployed_row, legend, placement_table
 
-SENSOR = (16, 16, 2)
 DURATION_US = 40_000
-HIDDEN = 32
-N_LAYERS = 2
 NOISY_DEVICE = "aer:fake_manila"
 NOISE_HZ = 100.0
-
-
-def angle_classifier(inputs, weights):
-    """Angle embedding of tanh features in [-pi/2, pi/2] (RX(pi) and RX(-pi) are the same state: a saturated
-    tanh would erase the sign), entangling layers, <Z> per qubit."""
-    import pennylane as qml
-
-    wires = range(weights.shape[1])
-    qml.AngleEmbedding(inputs * (math.pi / 2), wires=wires)
-    qml.BasicEntanglerLayers(weights, wires=wires)
-    return [qml.expval(qml.PauliZ(w)) for w in wires]
 
 
 def event_data(samples: int, steps: int, seed: int, noise_hz: float = NOISE_HZ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,37 +52,21 @@ def event_data(samples: int, steps: int, seed: int, noise_hz: float = NOISE_HZ) 
     return torch.stack([to_steps(s) for s in streams], dim=1), torch.as_tensor(labels)
 
 
-def build_model(kind: str, n_qubits: int, n_inputs: int, n_classes: int, seed: int) -> nn.Sequential:
-    """``kind``: "hybrid" (spiking + classical + quantum), "no circuit" (a Linear+Tanh in place of the
-    circuit) or "no spiking" (mean events per step -> Linear -> ReLU in place of LIF). Seeded, the global
-    RNG untouched."""
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        if kind == "no spiking":
-            front = [RateDecoder(), nn.Linear(n_inputs, HIDDEN), nn.ReLU()]
-        else:
-            front = [nn.Linear(n_inputs, HIDDEN), LIF(0.8, reset="zero"), RateDecoder()]
-        if kind == "no circuit":
-            middle = [nn.Linear(n_qubits, n_qubits), nn.Tanh()]
-        else:
-            middle = [QuantumLayer(angle_classifier, n_qubits, {"weights": (N_LAYERS, n_qubits)})]
-        return nn.Sequential(*front, nn.Linear(HIDDEN, n_qubits), nn.Tanh(), *middle, nn.Linear(n_qubits, n_classes))
-
-
 def train(
-    model: nn.Module, x: torch.Tensor, y: torch.Tensor, epochs: int, seed: int, label: str, batch_size: int = 32
+    model: EventModel, x: torch.Tensor, y: torch.Tensor, epochs: int, seed: int, label: str, batch_size: int = 32
 ) -> list[float]:
-    """Adam + cross-entropy on minibatches (``x`` time-major); the mean loss per epoch."""
+    """Adam + cross-entropy on minibatches of ``model.trained`` (``x`` in the model's layout); the mean loss per
+    epoch."""
     from tqdm.auto import tqdm
 
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    optimizer = torch.optim.Adam(model.trained.parameters(), lr=0.01)
     generator = torch.Generator().manual_seed(seed)
     losses = []
     for _ in tqdm(range(epochs), desc=f"training {label}", unit="epoch", leave=False):
         total = 0.0
         for batch in torch.randperm(len(y), generator=generator).split(batch_size):
             optimizer.zero_grad()
-            loss = nn.functional.cross_entropy(model(x.index_select(1, batch)), y[batch])
+            loss = nn.functional.cross_entropy(model.trained(x.index_select(model.batch_dim, batch)), y[batch])
             loss.backward()
             optimizer.step()
             total += loss.item() * len(batch)
@@ -107,56 +79,35 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     return float((model(x).argmax(1) == y).double().mean())
 
 
-@dataclass(frozen=True)
-class Placement:
-    """One row of the accuracy table: where each domain ran, and what the deployment measured."""
-
-    name: str
-    quantum: str
-    accuracy: float
-    agreement: float
-    circuit_error: float
-    seconds: dict[str, float]
-    report: object
-
-
 def placements(
     model: nn.Module,
     calibration: torch.Tensor,
     x: torch.Tensor,
     y: torch.Tensor,
     *,
-    chip: str = "loihi",
+    chip: str = "loihi2",
     noisy: str = NOISY_DEVICE,
     shots: int = 1000,
     zne: bool = True,
     seed: int = 0,
 ) -> list[Placement]:
-    """Deploy ``model`` with its spiking segment on ``chip`` and its circuit exact, noisy and noisy + ZNE."""
+    """Deploy ``model`` with its front end on ``chip`` and its circuit exact, noisy and noisy + ZNE; one row each,
+    named by the backends."""
     from tqdm.auto import tqdm
 
     from hybridai.deployment import deploy
     from hybridai.quantum.mitigation import ZNE
 
-    routes = [("chip + exact circuit", "statevector", None, None), (f"chip + noisy circuit ({shots} shots)", noisy,
-              shots, None)]  # fmt: skip
+    routes: list[tuple[str, str, int | None, Any]] = [(f"{chip} + statevector", "statevector", None, None),
+              (f"{chip} + {noisy} ({shots} shots)", noisy, shots, None)]  # fmt: skip
     if zne:
-        routes.append((f"chip + noisy circuit + ZNE ({shots} shots)", noisy, shots, ZNE()))
+        routes.append((f"{chip} + {noisy} + ZNE ({shots} shots)", noisy, shots, ZNE()))
     rows = []
     for name, quantum, route_shots, mitigation in tqdm(routes, desc="deploying", unit="placement", leave=False):
         options = {"seed": seed} if quantum != "statevector" else None
-        deployment = deploy(model, spiking=chip, quantum=quantum, classical="torch", shots=route_shots,
+        deployment = deploy(model, chip=chip, quantum=quantum, classical="torch", shots=route_shots,
                             mitigation=mitigation, calibration=calibration, quantum_options=options)  # fmt: skip
-        report = deployment.report(x, y)
-        if not rows:  # the float model's own numbers come with every report; take them once
-            rows.append(Placement("float (all torch)", "-", report.accuracy["float"], 1.0, 0.0, {}, None))
-        seconds: dict[str, float] = {}
-        for segment in report.segments:
-            seconds[segment.domain] = seconds.get(segment.domain, 0.0) + segment.seconds
-        agreement = report.segments[-1].agreement.get("prediction agreement", float("nan"))
-        circuit = [s.alone or s.agreement for s in report.segments if s.domain == "quantum"]
-        error = max(c.get("relative error", float("nan")) for c in circuit)
-        rows.append(Placement(name, quantum, report.accuracy["deployed"], agreement, error, seconds, report))
+        rows.append(deployed_row(name, deployment.report(x, y)))
     return rows
 
 
@@ -180,78 +131,118 @@ def run_hybrid_demo(
     samples: int = 300,
     steps: int = 8,
     shots: int = 1000,
-    chip: str = "loihi",
+    chip: str = "loihi2",
     noisy: str = NOISY_DEVICE,
     zne: bool = True,
     seed: int = 0,
     out: Path | str = ".",
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Train the three-domain model and its baselines, deploy it, print the tables, save one PNG.
 
-    Returns the placements, the baselines' test accuracies, the training losses and the PNG's path."""
-    bounded_int("qubits", n_qubits, 2, 5)  # FakeManila has 5 qubits
-    positive_int("epochs", epochs)
-    positive_int("batch_size", batch_size)
-    bounded_int("samples", samples, 24)
-    positive_int("steps", steps)
-    positive_int("shots", shots)
-    bounded_int("seed", seed, 0, 2**31 - 1)
+    ``chip``: ``"loihi2"`` (a sigma-delta front end), ``"loihi"`` or ``"nengo"`` (LIF), ``"akida"`` (a CNN on
+    frames). Returns the placements (the float row, then one per deployment), the baselines' rows, the training
+    losses, the machine line and the PNG's path."""
+    if chip not in FRONT_ENDS:
+        raise invalid("chip", chip, f"one of {sorted(FRONT_ENDS)}")
+    for name, value, low, high in (
+        ("qubits", n_qubits, 2, 5),  # FakeManila has 5 qubits
+        ("epochs", epochs, 1, None),
+        ("batch_size", batch_size, 1, None),
+        ("samples", samples, 24, None),
+        ("steps", steps, 1, None),
+        ("shots", shots, 1, None),
+        ("seed", seed, 0, 2**31 - 1),
+    ):
+        bounded_int(name, value, low, high)
     folder = check_out(Path(out))
     start = time.perf_counter()
     x, y = event_data(samples, steps, seed)
     split = 2 * samples // 3
-    x_train, y_train, x_test, y_test = x[:, :split], y[:split], x[:, split:], y[split:]
     n_classes = int(y.max()) + 1
+    front = FRONT_ENDS[chip]
     print(f"event camera: {samples} recordings ({split} train / {samples - split} test), {steps} time steps x "
-          f"{x.shape[2]} inputs, {n_classes} directions; torch threads: {torch.get_num_threads()}\n")  # fmt: skip
+          f"{x.shape[2]} inputs, {n_classes} directions; front end: {front} on {chip}")  # fmt: skip
+    machine = machine_line()
+    print(machine + "\n")
 
-    models = {kind: build_model(kind, n_qubits, x.shape[2], n_classes, seed) for kind in
-              ("hybrid", "no circuit", "no spiking")}  # fmt: skip
-    print(summary(models["hybrid"]))
-    losses, train_seconds = {}, {}
-    for kind, model in models.items():
-        t0 = time.perf_counter()
-        losses[kind] = train(model, x_train, y_train, epochs, seed, kind, batch_size)
-        train_seconds[kind] = time.perf_counter() - t0
-    for model in models.values():
-        model.eval()
+    models = {kind: build_model(front, kind, n_qubits, n_classes, seed) for kind in
+              ("hybrid", "no circuit", "classical front end")}  # fmt: skip
+    print(summary(models["hybrid"].model))
+    losses, seconds, trains, tests = train_all(models, x, y[:split], split, epochs, seed, batch_size)
+    y_test = y[split:]
 
-    rows = placements(models["hybrid"], x_train, x_test, y_test, chip=chip, noisy=noisy, shots=shots, zne=zne,
-                      seed=seed)  # fmt: skip
-    baselines = {
-        "classical layer in place of the circuit": accuracy(models["no circuit"], x_test, y_test),
-        "classical front end in place of LIF": accuracy(models["no spiking"], x_test, y_test),
-    }
+    hybrid = models["hybrid"]
+    rows = placements(hybrid.model, trains["hybrid"], tests["hybrid"], y_test, chip=chip, noisy=noisy, shots=shots,
+                      zne=zne, seed=seed)  # fmt: skip
+    float_row = Placement("float (all torch)", rows[0].report.accuracy["float"], training=seconds["hybrid"])
+    baselines = [
+        Placement(name, accuracy(models[kind].model, tests[kind], y_test), training=seconds[kind])
+        for kind, name in (("no circuit", "baseline: classical layer in place of the circuit"),
+                           ("classical front end", f"baseline: dense front end (float) in place of {front}"))
+    ]  # fmt: skip
     print(f"\ntest accuracy per placement ({len(y_test)} test recordings, chance {1 / n_classes:.2f}):")
-    print(placement_table(rows, baselines, train_seconds, chip))
+    print(placement_table([float_row, *rows, *baselines], chip))
+    print(legend(chip, len(y_test), n_classes, epochs, split, n_qubits, front))
+    print()
+    print(chip_cost(rows[0].report, chip))
+    if front == "sigma-delta":
+        print(exactness(hybrid, tests["hybrid"]))
     print(f"\ncosts of the last deployment ({rows[-1].name}):")
     print(rows[-1].report)
     png = folder / "hybrid_demo.png"
-    save_figure(losses, rows, baselines, png)
+    save_figure(losses, [float_row, *rows], baselines, chip, png)
     print(f"\nsaved {png}; {epochs} epochs, seed {seed}, {time.perf_counter() - start:.0f} s in all")
-    return {"placements": rows, "baselines": baselines, "losses": losses, "png": png}
+    return {"placements": [float_row, *rows], "baselines": baselines, "losses": losses, "machine": machine,
+            "png": png}  # fmt: skip
 
 
-def placement_table(rows: list[Placement], baselines: dict[str, float], train_seconds: dict[str, float],
-                    chip: str) -> str:  # fmt: skip
-    """Accuracy, agreement with the float model's predictions and seconds per domain, one row per placement."""
+def train_all(
+    models: dict[str, EventModel],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    split: int,
+    epochs: int,
+    seed: int,
+    batch_size: int,
+) -> tuple[dict[str, list[float]], dict[str, float], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """Train every model on the first ``split`` recordings of ``x`` (labels ``y``); per model: the losses, the
+    training seconds, and its training and test inputs in its own layout."""
+    losses, seconds, trains, tests = {}, {}, {}, {}
+    for kind, model in models.items():
+        inputs = model.inputs(x)
+        trains[kind] = inputs.narrow(model.batch_dim, 0, split)
+        tests[kind] = inputs.narrow(model.batch_dim, split, inputs.shape[model.batch_dim] - split)
+        with torch.no_grad():  # the first call imports and plans (PennyLane, the circuit): not training time
+            model.trained(trains[kind].narrow(model.batch_dim, 0, 2))
+        t0 = time.perf_counter()
+        losses[kind] = train(model, trains[kind], y, epochs, seed, kind, batch_size)
+        seconds[kind] = time.perf_counter() - t0
+        model.model.eval()
+    return losses, seconds, trains, tests
 
-    def secs(row: Placement, domain: str) -> str:
-        return f"{row.seconds[domain]:.2f}" if domain in row.seconds else "-"
 
-    table = [[r.name, f"{r.accuracy:.3f}", f"{r.agreement:.3f}" if r.report else "-",
-              f"{r.circuit_error:.3f}" if r.report else "-", secs(r, "spiking"), secs(r, "quantum"),
-              secs(r, "classical")] for r in rows]  # fmt: skip
-    table[0][4:] = [f"training {train_seconds['hybrid']:.1f}", "", ""]
-    for name, value in baselines.items():
-        kind = "no circuit" if "circuit" in name else "no spiking"
-        table.append([f"baseline: {name}", f"{value:.3f}", "-", "-", f"training {train_seconds[kind]:.1f}", "", ""])
-    headers = ["placement", "test accuracy", "agreement with float", "circuit rel. error", f"spiking s ({chip})",
-               "quantum s", "classical s"]  # fmt: skip
-    return format_table(headers, table)
+def exactness(model: EventModel, x: torch.Tensor) -> str:
+    """One line: the Loihi 2 emulator against the fake-quantized front end the model was trained through."""
+    from hybridai.deployment import deploy
+    from hybridai.neuromorphic import loihi2
+
+    front = model.fake_quantized
+    assert front is not None  # a sigma-delta model's
+    with torch.no_grad():
+        expected = loihi2.fake_quantize(front)(x)
+    got = deploy(front, "loihi2").run(x)
+    difference = float((got - expected).abs().max())
+    return textwrap.fill(
+        f"the loihi2 segment against the fake-quantized front end it was trained as (8-bit weight mantissas): "
+        f"max |difference| {difference:g} on the {x.shape[1]} test recordings",
+        WIDTH,
+        subsequent_indent="  ",
+    )
 
 
-def save_figure(losses: dict[str, list[float]], rows: list[Placement], baselines: dict[str, float], png: Path) -> None:
+def save_figure(
+    losses: dict[str, list[float]], rows: list[Placement], baselines: list[Placement], chip: str, png: Path
+) -> None:
     """Training curves and accuracy per placement, drawn with matplotlib's object API (no pyplot state)."""
     from matplotlib.figure import Figure
 
@@ -261,20 +252,20 @@ def save_figure(losses: dict[str, list[float]], rows: list[Placement], baselines
         curves.plot(range(1, len(values) + 1), values, marker="o", markersize=3, label=kind)
     curves.set_xlabel("epoch")
     curves.set_ylabel("training loss")
-    curves.set_title("training (float, CPU)", fontsize=10)
+    curves.set_title("training (CPU)", fontsize=10)
     curves.legend(fontsize=8)
-    names = [r.name for r in rows] + [f"baseline: {n}" for n in baselines]
-    values = [r.accuracy for r in rows] + list(baselines.values())
+    shown = [*rows, *baselines]
+    values = [r.accuracy for r in shown]
     colours = ["0.5"] + ["tab:blue"] * (len(rows) - 1) + ["tab:orange"] * len(baselines)
-    bars.barh(range(len(names)), values, color=colours)
-    bars.set_yticks(range(len(names)), names, fontsize=8)
+    bars.barh(range(len(shown)), values, color=colours)
+    bars.set_yticks(range(len(shown)), [r.name for r in shown], fontsize=8)
     bars.invert_yaxis()
-    bars.set_xlim(0, 1)
+    bars.set_xlim(0, 1.12)  # room for the labels
     bars.set_xlabel("test accuracy")
-    bars.set_title("one model: spiking on the chip, circuit exact / noisy / + ZNE", fontsize=10)
+    bars.set_title(f"one model: front end on {chip}, circuit exact / noisy / + ZNE", fontsize=10)
     for i, value in enumerate(values):
         bars.text(value + 0.01, i, f"{value:.3f}", va="center", fontsize=8)
     fig.savefig(png, dpi=110)
 
 
-__all__ = ["build_model", "event_data", "placements", "run_hybrid_demo"]
+__all__ = ["event_data", "placements", "run_hybrid_demo"]
