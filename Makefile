@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint imports docs-check docs bench clean
+.PHONY: setup demo test lint imports typecheck docs-check docs bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,10 +17,10 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/hybridai demo
 
-# lint (ruff check + format), the import contract, the docs (strict), then the test suite; then the tests marked
-# `numerics` again on two other CPU code paths (torch's scalar kernels; AVX2 with MKL's compatible branch), one
-# process each, so that no result holds only on this CPU's rounding
-test: $(STAMP) lint imports docs-check
+# lint (ruff check + format), the import contract, the type check, the docs (strict), then the test suite; then the
+# tests marked `numerics` again on two other CPU code paths (torch's scalar kernels; AVX2 with MKL's compatible
+# branch), one process each, so that no result holds only on this CPU's rounding
+test: $(STAMP) lint imports typecheck docs-check
 	$(PY) -m pytest -q
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q -m numerics
 	ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE $(PY) -m pytest -q -m numerics
@@ -31,6 +31,11 @@ lint: $(STAMP)
 
 imports: $(STAMP)
 	$(VENV)/bin/lint-imports
+
+# mypy, configured in pyproject.toml ([tool.mypy]): strict on hybridai.core (the backend contracts), defaults elsewhere;
+# its cache (.mypy_cache) makes a second run take seconds
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
 
 docs-check: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$(mktemp -d)"

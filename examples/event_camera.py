@@ -170,7 +170,7 @@ def _row(model: str, chip: str, report) -> list[str]:
         model,
         chip,
         f"{agreement['accuracy, float model']:.3f}",
-        f"{agreement['accuracy, chip']:.3f}",
+        f"{agreement['accuracy, deployed']:.3f}",
         f"{report.spikes / run.samples:,.0f}",
         f"{report.synaptic_ops / run.samples:,.0f}",
         latency,
@@ -200,7 +200,7 @@ def _figure(path: Path, x: torch.Tensor, y: torch.Tensor, raster: torch.Tensor, 
     axes[1, 0].set(title="hidden spikes on Loihi", xlabel="time step", ylabel="neuron")
     names = ["Loihi", "nengo", "Akida"]
     width = 0.38
-    for j, key in enumerate(["accuracy, float model", "accuracy, chip"]):
+    for j, key in enumerate(["accuracy, float model", "accuracy, deployed"]):
         values = [r.agreement[key] for r in reports]
         axes[1, 1].bar(np.arange(3) + (j - 0.5) * width, values, width, label=key.split(", ")[1])
     axes[1, 1].set(xticks=range(3), xticklabels=names, ylim=(0, 1), title="test accuracy")

@@ -1,15 +1,18 @@
 """One model, three kinds of hardware, with the knobs a researcher turns: `hybridai demo` with options.
 
-Event-camera recordings -> Linear -> LIF -> rates -> Linear/Tanh -> QuantumLayer -> Linear, trained end
-to end on the CPU, then deployed: the spiking segment on a chip (`--chip loihi`, `akida` cannot run LIF,
-`nengo`), the circuit exact, on a noisy device (`--quantum aer:fake_manila`, `ibm:fake_manila`, any
+Event-camera recordings -> a neuromorphic front end -> Tanh -> QuantumLayer -> Linear, trained end to end
+on the CPU, then deployed: the front end on a chip (`--chip loihi2`: a sigma-delta network, trained through
+`loihi2.fake_quantize`, the default; `loihi` or `nengo`: a LIF layer; `akida`: a small CNN on the events summed
+into frames), the circuit exact, on a noisy device (`--quantum aer:fake_manila`, `ibm:fake_manila`, any
 quantum backend) with `--shots`, and with zero-noise extrapolation (`--no-zne` to skip it); the rest on
-torch. Baselines: a classical layer in place of the circuit, a classical front end in place of LIF.
-Prints the tables (accuracy per placement, per-segment costs) and saves DIR/hybrid_demo.png.
-Measured on 2 CPU cores: about 25 s with the defaults (`time python examples/hybrid_event_camera.py`).
+torch. Baselines: a classical layer in place of the circuit, a dense float front end in place of the chip's.
+Prints the tables (accuracy per placement with a legend, the chip's cost, per-segment costs) and saves
+DIR/hybrid_demo.png. Measured on 2 CPU cores: about 20 s with the defaults
+(`time python examples/hybrid_event_camera.py`).
 
-    python examples/hybrid_event_camera.py [--chip nengo] [--quantum ibm:fake_manila] [--shots 4000]
-                                           [--no-zne] [--qubits 5] [--epochs 30] [--samples 600] [--out DIR]
+    python examples/hybrid_event_camera.py [--chip loihi|akida|nengo] [--quantum ibm:fake_manila]
+                                           [--shots 4000] [--no-zne] [--qubits 5] [--epochs 30]
+                                           [--samples 600] [--out DIR]
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from pathlib import Path
 
 import torch
 
+from hybridai.demo.event_models import FRONT_ENDS
 from hybridai.demo.hybrid import NOISY_DEVICE, run_hybrid_demo
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chip", default="loihi", help="chip for the spiking segment: loihi (default) or nengo")
+    chips = "loihi2 (sigma-delta, default), loihi or nengo (LIF), akida (CNN)"
+    parser.add_argument("--chip", default="loihi2", choices=sorted(FRONT_ENDS), help=f"the front end's chip: {chips}")
     parser.add_argument("--quantum", default=NOISY_DEVICE, help=f"noisy quantum backend (default {NOISY_DEVICE})")
     parser.add_argument("--shots", type=int, default=1000, help="shots per circuit on the noisy backend (1000)")
     parser.add_argument("--no-zne", dest="zne", action="store_false", help="skip the ZNE placement")

@@ -14,7 +14,7 @@ from hybridai.core.errors import (
     ShapeError,
 )
 from hybridai.core.module import HybridModule, place, summary
-from hybridai.deployment import deploy
+from hybridai.deployment import Deployment, DeploymentReport, deploy
 from hybridai.quantum import QuantumKernel, QuantumLayer, mitigation, psd_repair, target_alignment
 from hybridai.quantum.mitigation.zne import ZNE
 from hybridai.spiking import (
@@ -54,6 +54,8 @@ __all__ = [
     "CUBA",
     "ConfigError",
     "DeltaEncoder",
+    "Deployment",
+    "DeploymentReport",
     "HybridAIError",
     "HybridModule",
     "LIF",

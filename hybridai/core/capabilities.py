@@ -80,3 +80,7 @@ class ChipCapabilities:
     frames: bool = False
     takes: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+# the record of any contract
+Capabilities = QuantumCapabilities | PlacementCapabilities | ChipCapabilities

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar, NamedTuple
 
-from hybridai.core.capabilities import ChipCapabilities, PlacementCapabilities, QuantumCapabilities
+from hybridai.core.capabilities import Capabilities, ChipCapabilities, PlacementCapabilities, QuantumCapabilities
 from hybridai.core.chip import CompiledNetwork
 from hybridai.core.execution import Execution, ExecutionConfig
 from hybridai.core.redaction import describe_options
@@ -121,14 +121,19 @@ class ChipCompiler(Backend):
 
 
 CONTRACTS: tuple[type[Backend], ...] = (QuantumExecutor, Placement, ChipCompiler)
-# the typed capabilities record of each contract
-CAPABILITIES: dict[type[Backend], type] = {
-    QuantumExecutor: QuantumCapabilities,
-    Placement: PlacementCapabilities,
-    ChipCompiler: ChipCapabilities,
-}
+# the typed capabilities record of each contract, in the order of CONTRACTS (zipped: a dict display of abstract
+# classes as ``type[Backend]`` keys is refused by mypy, python/mypy#4717)
+CAPABILITIES: dict[type[Backend], type[Capabilities]] = dict(
+    zip(CONTRACTS, (QuantumCapabilities, PlacementCapabilities, ChipCapabilities), strict=True)
+)
 
 
 def contract_of(cls: type[Backend]) -> type[Backend] | None:
     """The contract ``cls`` implements, or ``None``."""
     return next((c for c in CONTRACTS if issubclass(cls, c)), None)
+
+
+def capabilities_record(cls: type[Backend]) -> type[Capabilities] | None:
+    """The typed capabilities record of the contract ``cls`` implements, or ``None`` when it implements none."""
+    contract = contract_of(cls)
+    return None if contract is None else CAPABILITIES[contract]

@@ -78,7 +78,7 @@ def missing_extra(package: str, extra: str, purpose: str = "") -> str:
     )
 
 
-def invalid(argument: str, value: object, accepted: str, cls: type[HybridAIError] = ConfigError):
+def invalid(argument: str, value: object, accepted: str, cls: type[HybridAIError] = ConfigError) -> HybridAIError:
     """Build an error that names the argument, the value received and what is accepted."""
     return cls(f"{argument}={value!r} is not valid; accepted: {accepted}")
 
@@ -106,13 +106,12 @@ def _named_int(argument: str, value: object, low: int, high: int | None) -> int:
 def bounded_int(argument: str, value: object, low: int | None = None, high: int | None = None) -> int:
     """``value`` as an int if it is an integer (Python or numpy, not a bool) in ``[low, high]`` (either
     bound optional), else a ConfigError naming ``argument``, the value and the accepted range."""
-    if (
-        isinstance(value, bool | np.bool_)
-        or not isinstance(value, numbers.Integral)
-        or ((low is not None and value < low) or (high is not None and value > high))
-    ):
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise invalid(argument, value, _int_range(low, high))
-    return int(value)
+    number = int(value)
+    if (low is not None and number < low) or (high is not None and number > high):
+        raise invalid(argument, value, _int_range(low, high))
+    return number
 
 
 def _int_range(low: int | None, high: int | None, named: bool = False) -> str:

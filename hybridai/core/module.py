@@ -8,7 +8,7 @@ parameters.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -80,7 +80,10 @@ class HybridModule(nn.Module):
         return ""
 
     def __getstate__(self) -> dict[str, Any]:
-        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
+        if hasattr(super(), "__getstate__"):
+            state = super().__getstate__()  # type: ignore[no-untyped-call]  # torch's Module.__getstate__: no annotations
+        else:
+            state = self.__dict__.copy()
         state = dict(state)
         state["_backend"] = None  # backends hold devices and locks: rebuilt lazily after loading
         return state
@@ -182,7 +185,7 @@ def retarget(model: nn.Module, domain: str, backend: Backend | None, requested: 
 def _check_layers(
     layers: list[tuple[str, nn.Module]],
     adopted: dict[int, nn.Module],
-    resolved: dict[str, Backend | None],
+    resolved: Mapping[str, Backend | None],
     targets: dict[str, Any],
 ) -> None:
     """Every layer of a re-targeted domain accepts its new backend (before any changes): a device's wires against
@@ -193,8 +196,9 @@ def _check_layers(
             with _about(f"layer {name!r}:"):
                 if targets.get(layer.domain) is not None:
                     read_backend(layer.domain, targets[layer.domain], layer)
-                if resolved[layer.domain] is not None:
-                    layer.check_backend(resolved[layer.domain])
+                backend = resolved[layer.domain]
+                if backend is not None:
+                    layer.check_backend(backend)
 
 
 @contextmanager
@@ -217,7 +221,7 @@ def _resolve_target(domain: str, value: Any, options: dict[str, Any]) -> Backend
         return _resolve(spec, domain, {**implied, **options})
 
 
-def _adopt_foreign(layers: list[tuple[str, nn.Module]], resolved: dict[str, Backend | None]) -> dict[int, nn.Module]:
+def _adopt_foreign(layers: list[tuple[str, nn.Module]], resolved: Mapping[str, Backend | None]) -> dict[int, nn.Module]:
     """The hybridai layers that will stand in for the foreign layers of the re-targeted domains (on their backend;
     None: where each runs now), by ``id`` of the foreign layer (one per layer, even where it appears twice); built
     before anything changes."""

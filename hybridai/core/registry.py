@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import inspect
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import Any, TypeVar
 
 from hybridai.core.contracts import (
-    CAPABILITIES,
     CONTRACTS,
     DOMAINS,
     Availability,
@@ -34,6 +34,7 @@ from hybridai.core.contracts import (
     ChipCompiler,
     Placement,
     QuantumExecutor,
+    capabilities_record,
     contract_of,
 )
 from hybridai.core.errors import (
@@ -50,6 +51,8 @@ from hybridai.core.redaction import redact, redact_logs, remember_options, scrub
 ENTRY_POINT_GROUP = "hybridai.backends"
 DISTRIBUTION = "hybridai"
 CONTRACT_NAMES = {QuantumExecutor: "quantum executor", Placement: "placement", ChipCompiler: "chip compiler"}
+
+BackendClass = TypeVar("BackendClass", bound=type[Backend])
 
 _registered: dict[str, type[Backend]] = {}  # by register(), at run time
 _loaded: dict[str, type[Backend] | BaseException] = {}  # loaded entry points (or why they failed)
@@ -81,7 +84,7 @@ def _check_class(cls: Any, where: str) -> type[Backend]:
     return cls
 
 
-def register(family: str):
+def register(family: str) -> Callable[[BackendClass], BackendClass]:
     """Class decorator registering a backend class under ``family`` at run time.
 
     Registering the same name again replaces the earlier registration (re-run notebook cells);
@@ -96,7 +99,7 @@ def register(family: str):
             f"registered class never replaces a built-in; choose another name, e.g. {family + '_custom'!r}",
         )  # fmt: skip
 
-    def decorate(cls: type[Backend]) -> type[Backend]:
+    def decorate(cls: BackendClass) -> BackendClass:
         try:
             _check_class(cls, getattr(cls, "__name__", repr(cls)))
             _check_not_builtin(cls, family)
@@ -331,7 +334,7 @@ def _check_option_names(cls: type[Backend], name: str, options: dict[str, Any]) 
 
 def _check_capabilities(backend: Backend, source: str) -> None:
     """A plugin's capabilities must be readable and the typed record of its contract (layers read them)."""
-    record = CAPABILITIES.get(contract_of(type(backend)))
+    record = capabilities_record(type(backend))
     try:
         caps = backend.capabilities
     except KeyboardInterrupt:
@@ -368,8 +371,14 @@ def get(
     return backend
 
 
+def _contract_name(cls: type[Backend], default: str) -> str:
+    """What the contract ``cls`` implements is called in messages; ``default`` when it implements none."""
+    contract = contract_of(cls)
+    return default if contract is None else CONTRACT_NAMES.get(contract, default)
+
+
 def _wrong_contract(backend: Backend, contract: type[Backend], domain: str | None) -> HybridAIError:
-    got = CONTRACT_NAMES.get(contract_of(type(backend)), type(backend).__name__)
+    got = _contract_name(type(backend), type(backend).__name__)
     wanted = CONTRACT_NAMES.get(contract, contract.__name__) + (f" for the {domain} domain" if domain else "")
     message = f"backend={backend.name!r} is a {got}, not a {wanted}; accepted: {_examples(contract, domain)}"
     if isinstance(backend, ChipCompiler):
@@ -424,13 +433,13 @@ def _info(family: str, cls: type[Backend], source: str) -> BackendInfo:
         except BaseException as exc:  # a family that needs a target has no default capabilities
             if not isinstance(exc, ConfigError | BackendNotFoundError | BackendUnavailableError):
                 status = Availability(False, f"default instance failed: {_failure(exc)}")
-        record = CAPABILITIES.get(contract_of(cls))
+        record = capabilities_record(cls)
         if caps is not None and record is not None and not isinstance(caps, record):
             status = Availability(
                 False, f"capabilities is a {type(caps).__name__}, not hybridai.backends.{record.__name__}"
             )
             caps = None
-    contract = CONTRACT_NAMES.get(contract_of(cls), "")
+    contract = _contract_name(cls, "")
     targets = _known_targets(cls) if status.available else ()
     return BackendInfo(family, tuple(cls.domains), status.available, status.reason, caps, source, contract, targets)
 

@@ -22,6 +22,7 @@ from torch import nn
 
 from hybridai.core.chip import ChipRun, CompiledNetwork
 from hybridai.core.contracts import Backend, ChipCompiler, Placement
+from hybridai.core.errors import ShapeError, invalid
 from hybridai.core.execution import ExecutionStats
 from hybridai.core.module import retarget
 from hybridai.deployment.segments import Segment
@@ -29,6 +30,8 @@ from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, estimate
 from hybridai.neuromorphic.macs import dense_macs
 from hybridai.quantum.execution import check_mitigation
 from hybridai.quantum.module import QuantumModule
+from hybridai.spiking.encoding import TimeDistributed
+from hybridai.spiking.graph import SPIKING, kind_of
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,8 @@ class PlacedSegment:
     """A segment ready to run: ``backend`` runs ``runner`` (a torch module) or ``compiled`` (a chip network)."""
 
     segment: Segment
-    backend: Backend
-    reference: nn.Sequential  # the user's layers, in float: the agreement reference
+    backend: Backend | None
+    reference: nn.Module  # the user's layers, in float (an nn.Sequential, or the whole model): the reference
     runner: nn.Module | None = None
     compiled: CompiledNetwork | None = None
     energy: EnergyModel | None = None
@@ -107,8 +110,11 @@ class PlacedSegment:
         return out, SegmentCost(time.perf_counter() - start, macs=_macs(self.runner, x))
 
 
-def to_module(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """``x`` on the device and in the floating dtype of ``module``'s first parameter (as is without one)."""
+def to_module(module: nn.Module, x: torch.Tensor, argument: str = "x") -> torch.Tensor:
+    """``x`` on the device and in the floating dtype of ``module``'s first parameter (as is without one): the one
+    dtype mover of a deployment (a chip takes spike counts of any dtype; the float model its parameters')."""
+    if not torch.is_tensor(x):
+        raise invalid(argument, type(x).__name__, "a torch.Tensor in the model's input layout", ShapeError)
     param = next(module.parameters(), None)
     if param is None or x.is_complex():
         return x
@@ -117,12 +123,13 @@ def to_module(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 def _macs(module: nn.Module, x: torch.Tensor) -> int | None:
+    """Multiply-accumulates of ``module`` on the batch ``x`` ``[B, ...]``; None where ``x`` is time-major (a
+    spiking layer, a decoder or a ``TimeDistributed`` layer reads it): a chip counts that work per step, in events."""
     if not any(isinstance(m, nn.Linear | nn.Conv2d) for m in module.modules()):
         return 0
-    if x.ndim < 2:
+    time_major = (*SPIKING, "decoder")
+    if x.ndim < 2 or any(kind_of(m) in time_major or isinstance(m, TimeDistributed) for m in module.modules()):
         return None
-    if any(m.__class__.__module__.startswith("hybridai.spiking") for m in module.modules()):
-        return None  # time-major layers on torch: counted per step by a chip, not here
     return dense_macs(module, tuple(x.shape[1:])) * x.shape[0]
 
 
@@ -133,18 +140,20 @@ def _sequential(segment: Segment) -> nn.Sequential:
 
 def place_segment(
     segment: Segment,
-    backend: Backend,
+    backend: Backend | None,
     *,
     calibration: torch.Tensor | None,
     shots: int | None,
     mitigation: Any,
     energy: EnergyModel | None,
     requested: Any = None,
+    whole: nn.Module | None = None,
 ) -> PlacedSegment:
     """``segment`` made ready for ``backend``; a HybridAIError (from the backend) when it cannot run there.
     ``requested``: the ``quantum=`` value ``backend`` was made from (a PennyLane device's wires are checked
-    against each layer's qubits)."""
-    reference = _sequential(segment)
+    against each layer's qubits). ``whole``: the user's model when the segment is all of it (compiled as it is,
+    so that a chip names its layers as the model does)."""
+    reference = whole if whole is not None else _sequential(segment)
     if isinstance(backend, ChipCompiler):
         compiled = backend.compile(reference, calibration=calibration)
         return PlacedSegment(segment, backend, reference, compiled=compiled, energy=energy)

@@ -142,7 +142,7 @@ class EventCamera:
         n_on = np.where(difference > 0, np.floor(difference / on_threshold), 0).astype(np.int64)
         n_off = np.where(difference < 0, np.floor(-difference / off_threshold), 0).astype(np.int64)
         change = after - before
-        chunks = []
+        chunks: list[tuple[np.ndarray, ...]] = []
         for count, step, polarity in ((n_on, on_threshold, True), (n_off, -off_threshold, False)):
             rows, cols = np.nonzero(count)
             if len(rows) == 0:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from hybridai.core.errors import (
@@ -160,6 +161,8 @@ class EventWriter:
         self._checksums.append(checksum(events))
 
     def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
+        temporary = self._temporary
+        assert temporary is not None, "__exit__ before __enter__"
         try:
             if kind is None:
                 _finish(self._file, self._offsets, self._labels, self.sensor_size, self._checksums)
@@ -167,22 +170,23 @@ class EventWriter:
             self._file.close()
             self._file = None
         if kind is None:
-            os.replace(self._temporary, self.path)
+            os.replace(temporary, self.path)
         else:
-            self._temporary.unlink(missing_ok=True)
+            temporary.unlink(missing_ok=True)
 
 
 def checksum(events: np.ndarray) -> int:
     """CRC-32 of a stream's columns (x, y, t, p in turn), as stored in a file's ``checksums``."""
     value = 0
     for name in FIELDS:
-        value = zlib.crc32(np.ascontiguousarray(events[name]).view(np.uint8), value)
+        data = np.ascontiguousarray(events[name]).view(np.uint8)
+        value = zlib.crc32(data, value)  # type: ignore[arg-type]  # numpy's stubs give ndarray __buffer__ on 3.12+ only
     return value
 
 
 def _finish(
     file: Any,
-    offsets: Sequence[int],
+    offsets: npt.ArrayLike,
     labels: Sequence[int],
     sensor_size: tuple[int, int, int],
     checksums: Sequence[int],

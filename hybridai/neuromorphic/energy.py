@@ -138,6 +138,6 @@ def estimate(run: ChipRun, model: EnergyModel) -> EnergyEstimate:
     )
 
 
-def mac_energy(macs: int, constant: Constant = FP32_MAC) -> float:
+def mac_energy(macs: float, constant: Constant = FP32_MAC) -> float:
     """Joules for ``macs`` multiply-accumulates at ``constant`` (default fp32, Horowitz 2014)."""
     return macs * constant.joules

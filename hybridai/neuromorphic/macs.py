@@ -36,7 +36,7 @@ def dense_macs(model: nn.Module, input_shape: tuple[int, ...]) -> int:
         nonlocal total
         if isinstance(module, nn.Linear):
             total += output.numel() * module.in_features
-        else:  # Conv2d: each output value takes (in / groups) * kh * kw products
+        elif isinstance(module, nn.Conv2d):  # each output value takes (in / groups) * kh * kw products
             total += output.numel() * (module.in_channels // module.groups) * math.prod(module.kernel_size)
 
     handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, nn.Linear | nn.Conv2d)]

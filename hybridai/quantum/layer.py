@@ -250,6 +250,7 @@ class QuantumLayer(QuantumModule):
         if not self.takes_inputs:
             return self._forward_without_inputs(inputs)
         batch = self._check_inputs(inputs)
+        assert inputs is not None  # refused by _check_inputs otherwise
         tape, single = self._recorded(batch)
         (result,) = self.run([tape])
         parts = [torch.as_tensor(p) for p in (result if isinstance(result, tuple | list) else (result,))]

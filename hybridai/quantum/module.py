@@ -7,10 +7,11 @@ import contextlib
 import dataclasses
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 
+from hybridai.core.contracts import QuantumExecutor
 from hybridai.core.errors import ConfigError, HybridAIError, ShapeError, invalid
 from hybridai.core.execution import Execution, ExecutionConfig
 from hybridai.core.module import HybridModule
@@ -59,6 +60,18 @@ class QuantumModule(HybridModule):
     default_backend = "statevector"
     last_execution: Execution | None = None
     qnode_transforms: Any = None  # a QNode's own transforms (hybridai.quantum.qnode_transforms), set by subclasses
+    # set by subclasses in their constructor
+    n_qubits: int
+    weight_shapes: dict[str, tuple[int, ...]]
+    shots: int | None
+    diff_method: str
+    mitigation: Any  # a ZNE, or None
+
+    @property
+    def resolved_backend(self) -> QuantumExecutor:
+        """The configured quantum executor (created on first use)."""
+        # the quantum domain resolves to QuantumExecutors only: registry.get checks the contract
+        return cast(QuantumExecutor, super().resolved_backend)
 
     @property
     def wires(self) -> list[int]:

@@ -173,6 +173,8 @@ def _guarded(device: Any) -> Any:
 class PennyLaneBackend(QuantumExecutor):
     """Any installed PennyLane device; differentiable through PennyLane's torch interface."""
 
+    target: str  # never None: default.qubit when none is given
+
     @classmethod
     def known_targets(cls) -> list[str]:
         """The installed PennyLane devices, read from their entry points without importing PennyLane:

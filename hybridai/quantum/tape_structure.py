@@ -50,7 +50,7 @@ def _shape(value: Any) -> Any:
     return _UNDECIDED
 
 
-def _generic_broadcast(cls: type) -> bool:
+def _generic_broadcast(cls: type[Any]) -> bool:
     """Whether ``cls`` computes its broadcast size by PennyLane's generic shape check (a function of the
     structure), as every gate and template does; composite and controlled operations do not."""
     known = _CLASSES.get(cls)

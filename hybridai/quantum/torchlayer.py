@@ -53,6 +53,8 @@ class AdoptedTorchLayer(QuantumLayer):
     """A ``QuantumLayer`` standing in for a ``qml.qnn.TorchLayer``, with its input and output shapes (see the
     module docstring); built by ``adopt_torchlayer``."""
 
+    qfunc: _Returns
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.qfunc = _Returns(self.qfunc)

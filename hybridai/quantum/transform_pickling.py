@@ -35,12 +35,13 @@ class TransformReference:
     def __init__(self, transform: Any, what: str) -> None:
         """``transform``: a ``qml.transform`` object or one bound to its arguments (a QNode's ``BoundTransform``)."""
         function = getattr(transform, "tape_transform", None)
-        module, qualname = getattr(function, "__module__", None), getattr(function, "__qualname__", "")
+        module: str | None = getattr(function, "__module__", None)
+        qualname: str = getattr(function, "__qualname__", "")
         try:
             found = _lookup(module, qualname) if module and "<locals>" not in qualname else None
         except (ImportError, AttributeError):
             found = None
-        if function is None or getattr(found, "tape_transform", None) is not function:
+        if function is None or module is None or getattr(found, "tape_transform", None) is not function:
             raise ConfigError(
                 f"{what} carries the transform {transform_name(transform)!r} ({module}.{qualname}), which pickle "
                 "cannot find by name, so torch.save/pickle/copy to another process cannot keep it; accepted: a "

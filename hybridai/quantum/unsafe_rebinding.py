@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -132,7 +132,8 @@ def unsafe_recorded(
     key = structure_key(arguments, shots)
     with lock:
         entry = seen.get(key)
-        template_, checked = entry if entry is not None else (False, 0)  # False: never recorded
+        template_: Template | Literal[False] | None  # False: never recorded; None: never bound from a template
+        template_, checked = entry if entry is not None else (False, 0)
     if template_ and checked >= CHECKS:
         return template_.bind(arguments), template_.extra
     watch = template_ is not None

@@ -3,7 +3,8 @@
 Spiking tensors are time-major ``[T, B, ...]``. Event-camera data (arrays, binning into time
 steps, a synthetic camera, HDF5 storage) is in ``hybridai.events``; NIR export and import in
 ``hybridai.spiking.nir`` (``to_nir``, ``from_nir``); the one lowering of trained models that NIR
-export and the chip compilers share in ``hybridai.spiking.graph``. ``from_snntorch(net)`` turns a
+export and the chip compilers share in ``hybridai.spiking.graph``, with ``kind_of`` (what kind a layer is:
+the names chips declare and ``hybridai.deploy`` cuts a model by). ``from_snntorch(net)`` turns a
 model trained in snnTorch into the equivalent hybridai model (same spikes).
 """
 
@@ -17,6 +18,7 @@ from hybridai.spiking.encoding import (
     SpikeCountDecoder,
     TimeDistributed,
 )
+from hybridai.spiking.graph import kind_of
 from hybridai.spiking.neurons import CUBA, LIF
 from hybridai.spiking.sigma_delta import MessageRecord, SigmaDelta, record_messages
 from hybridai.spiking.snntorch import from_snntorch
@@ -39,5 +41,6 @@ __all__ = [
     "Surrogate",
     "TimeDistributed",
     "from_snntorch",
+    "kind_of",
     "record_messages",
 ]

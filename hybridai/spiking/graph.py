@@ -1,4 +1,9 @@
-"""One lowering of a trained model to a chain of layers, shared by every chip compiler and NIR export.
+"""What kind a layer is, and one lowering of a trained model to a chain of layers (chip compilers, NIR export).
+
+``kind_of(module)`` is the one answer to "what kind of layer is this" (``"dense"``, ``"lif"``,
+``"sigma_delta"``, ...): chips declare the kinds they compile with these names, ``hybridai.deploy`` cuts a
+model by them, and the spiking kinds (``SPIKING``: LIF, CUBA, SigmaDelta, stateful over time and
+time-major) are what every part of hybridai counts as spiking (``is_spiking``).
 
 ``lower(model, target=..., accepts=..., supported=...)`` walks ``model`` (an ``nn.Sequential``, nested
 ones flattened, ``TimeDistributed`` unwrapped, ``nn.Identity`` and ``nn.Dropout`` skipped: no-ops at
@@ -8,7 +13,7 @@ output width. It checks what holds for every target and raises one ``ConfigError
 
 - a layer whose kind is not in ``accepts`` (or that hybridai cannot lower at all);
 - an ``nn.Linear`` whose ``in_features`` differs from the width before it;
-- a decoder that is not the last layer after a LIF or CUBA layer;
+- a decoder that is not the last layer, after a spiking layer (or a sigma-delta read-out);
 - a LIF or CUBA layer of unknown size, or whose per-neuron parameters do not match its size;
 - a LIF or CUBA layer built with ``batch_first=True`` (targets run time-major layers only).
 
@@ -42,14 +47,25 @@ KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
     (nn.Flatten, "flatten"),
     ((SpikeCountDecoder, RateDecoder, MembraneDecoder), "decoder"),
 )
-SKIPPED = (nn.Identity, nn.Dropout)
-SPIKING = ("lif", "cuba")
+SKIPPED = (nn.Identity, nn.Dropout)  # no-ops at inference: every target takes them
+NEURONS = ("lif", "cuba")  # spiking neurons with a membrane (and a neuron count to check)
+SPIKING = ("lif", "cuba", "sigma_delta")  # stateful over time: they read time-major [T, B, ...] input
 
 
 def kind_of(module: nn.Module) -> str | None:
     """The kind of ``module`` (``"dense"``, ``"conv"``, ``"lif"``, ``"cuba"``, ``"sigma_delta"``, ``"relu"``,
-    ``"pool"``, ``"flatten"``, ``"decoder"``), or None for a layer hybridai cannot lower."""
+    ``"pool"``, ``"flatten"``, ``"decoder"``; a ``TimeDistributed`` layer is the kind of the layer it wraps), or
+    None for a layer hybridai cannot lower. Chips declare the kinds they compile with these names
+    (``ChipCapabilities.layers``), and ``hybridai.deploy`` cuts a model by them."""
+    while isinstance(module, TimeDistributed):
+        module = module.module
     return next((kind for cls, kind in KINDS if isinstance(module, cls)), None)
+
+
+def is_spiking(module: nn.Module) -> bool:
+    """``module`` is a spiking layer (a kind in ``SPIKING``): stateful over time, reading time-major
+    ``[T, B, ...]`` input, so it runs on a neuromorphic chip (or in torch), never cut from its synapses."""
+    return kind_of(module) in SPIKING
 
 
 @dataclass(frozen=True)
@@ -149,7 +165,8 @@ def _check_time_major(where: str, layer: LIF | CUBA, target: str) -> None:
 
 
 def _decodable(nodes: list[LayerNode]) -> bool:
-    """A decoder may follow a LIF or CUBA layer, or the read-out Linear of a sigma-delta network."""
+    """A decoder may follow a spiking layer (LIF, CUBA: spikes; SigmaDelta: graded messages, whose sum over time
+    is the signal they encode), or the read-out Linear of a sigma-delta network."""
     last = nodes[-1].kind
     return last in SPIKING or (last == "dense" and any(n.kind == "sigma_delta" for n in nodes))
 
@@ -170,10 +187,11 @@ def lower(
         raise invalid("model", type(model).__name__, accepted)
     nodes: list[LayerNode] = []
     width = n_inputs
-    for index, module, time_distributed in _walk(model, "" if isinstance(model, nn.Sequential) else "0", False):
+    for index, layer, time_distributed in _walk(model, "" if isinstance(model, nn.Sequential) else "0", False):
+        module: Any = layer  # a layer of the kind kind_of names (its attributes are read by kind)
         kind = kind_of(module)
         where = _where(index)
-        if kind not in accepts:
+        if kind is None or kind not in accepts:
             raise invalid(where, type(module).__name__, accepted)
         if nodes and nodes[-1].kind == "decoder":
             decoder = nodes[-1]
@@ -185,7 +203,7 @@ def lower(
             if width is not None and module.in_features and module.in_features != width:
                 raise invalid(f"{where}.in_features", module.in_features, f"{width} (the previous layer's)")
             n_in, width = module.in_features or width, module.out_features
-        elif kind in SPIKING:
+        elif kind in NEURONS:
             _check_time_major(where, module, target)
             n_in = width = _neurons(where, module, width)
         elif kind == "sigma_delta":
@@ -194,7 +212,8 @@ def lower(
             raise invalid(
                 where,
                 type(module).__name__,
-                "a decoder only as the last layer, after a LIF or CUBA layer (or a sigma-delta network's read-out)",
+                "a decoder only as the last layer, after a LIF or CUBA layer (or a SigmaDelta layer, or a sigma-delta "
+                "network's read-out)",
             )
         elif kind in ("conv", "pool", "flatten"):
             width = None
@@ -204,4 +223,4 @@ def lower(
     return LayerGraph(tuple(nodes))
 
 
-__all__ = ["KINDS", "LayerGraph", "LayerNode", "kind_of", "lower"]
+__all__ = ["KINDS", "NEURONS", "SKIPPED", "SPIKING", "LayerGraph", "LayerNode", "is_spiking", "kind_of", "lower"]

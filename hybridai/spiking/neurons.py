@@ -5,7 +5,7 @@ Layout: ``forward`` takes the whole sequence, time-major ``[T, B, neurons...]`` 
 loop of your own. A batch-first tensor given to a time-major layer is not guessed: see
 ``hybridai.spiking.layout``.
 
-Both run all T steps in one fused autograd node (``fused.py``) and reproduce snnTorch's
+Both run all T steps in one fused autograd node (``hybridai.spiking.fused``) and reproduce snnTorch's
 ``Leaky`` and ``Synaptic`` (same parameters, ``reset_delay=True``): spikes bit for bit,
 gradients to rounding. snnTorch's argument names are accepted where they mean the same
 (``spike_grad=``, ``reset_mechanism=``; ``hybridai.spiking.snntorch_arguments``). One time step
@@ -58,6 +58,7 @@ class _SpikingLayer(HybridModule):
     default_backend = "torch"
     PARAMETERS: tuple[str, ...] = ()
     N_STATES = 1
+    threshold: torch.Tensor  # a parameter or a buffer (``learn_threshold``), registered in ``__init__``
 
     def __init__(
         self,
@@ -271,6 +272,7 @@ class LIF(_SpikingLayer):
     """
 
     PARAMETERS = ("beta", "threshold")
+    beta: torch.Tensor
     N_STATES = 1
 
     def __init__(
@@ -340,6 +342,8 @@ class CUBA(_SpikingLayer):
 
     PARAMETERS = ("alpha", "beta", "threshold")
     N_STATES = 2
+    alpha: torch.Tensor
+    beta: torch.Tensor
 
     def __init__(
         self,

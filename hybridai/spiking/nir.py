@@ -77,17 +77,20 @@ def to_nir(model: nn.Module, *, n_inputs: int | None = None) -> Any:
     nir = _nir()
     graph = lower(model, target="NIR export", accepts=("dense", "lif", "cuba"), supported=SUPPORTED, n_inputs=n_inputs)
     nodes: dict[str, Any] = {}
+    dts: set[float] = set()
     for node in graph:
         layer = node.module
-        if node.kind == "dense":
+        if isinstance(layer, nn.Linear):  # kind "dense"
             weight = layer.weight.detach().cpu().double().numpy()
             nodes[node.index] = (
                 nir.Affine(weight=weight, bias=layer.bias.detach().cpu().double().numpy())
                 if layer.bias is not None
                 else nir.Linear(weight=weight)
             )
-        else:
+        else:  # "lif" or "cuba", of a size ``lower`` knows (it asks for n_inputs otherwise)
+            assert isinstance(layer, LIF | CUBA) and node.width is not None, node
             nodes[node.index] = _neuron_node(nir, layer, node.width)
+            dts.add(layer.dt)
     all_nodes = {
         "input": nir.Input(input_type=np.array([graph.n_inputs])),
         **nodes,
@@ -95,8 +98,7 @@ def to_nir(model: nn.Module, *, n_inputs: int | None = None) -> Any:
     }
     path = ["input", *nodes, "output"]
     edges = list(zip(path[:-1], path[1:], strict=True))
-    dts = sorted({node.module.dt for node in graph if node.kind != "dense"})
-    metadata = {"producer": PRODUCER, "time_major": True, **({"dt": dts[0]} if len(dts) == 1 else {})}
+    metadata = {"producer": PRODUCER, "time_major": True, **({"dt": dts.pop()} if len(dts) == 1 else {})}
     return nir.NIRGraph(nodes=all_nodes, edges=edges, metadata=metadata)
 
 

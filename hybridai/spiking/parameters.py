@@ -22,7 +22,7 @@ def finite_float(value: Any) -> float | None:
     """``value`` as a finite float if it is a real number (not a bool) that fits one, else None."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         return None
-    if isinstance(value, numbers.Integral) and abs(value) > sys.float_info.max:  # float() would overflow
+    if isinstance(value, numbers.Integral) and abs(int(value)) > sys.float_info.max:  # float() would overflow
         return None
     number = float(value)
     return number if math.isfinite(number) else None

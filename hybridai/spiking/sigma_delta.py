@@ -69,8 +69,8 @@ class MessageRecord:
         """Mean absolute message over all recorded slots: a differentiable proxy for the message rate."""
         if not self.messages:
             return torch.zeros(())
-        total = sum(m.abs().sum() for m in self.messages)
-        return total / self.slots()
+        first, *rest = (m.abs().sum() for m in self.messages)
+        return sum(rest, first) / self.slots()
 
 
 @contextlib.contextmanager

@@ -27,7 +27,10 @@ ACCEPTED = (
 )
 PER_STEP = (nn.Conv2d, nn.MaxPool2d, nn.Flatten)  # take [B, ...]: wrapped in TimeDistributed
 # snnTorch surrogates hybridai computes the same gradient for: closure name -> (class, its constant)
-SURROGATES: dict[str, tuple[type[Surrogate], str]] = {"atan": (ATan, "alpha"), "fast_sigmoid": (FastSigmoid, "slope")}
+SURROGATES: dict[str, tuple[type[ATan] | type[FastSigmoid], str]] = {
+    "atan": (ATan, "alpha"),
+    "fast_sigmoid": (FastSigmoid, "slope"),
+}
 
 
 def _snntorch() -> Any:
@@ -91,7 +94,7 @@ def from_snntorch(net: nn.Module, *, output: str = "spikes", dt: float = 1e-3) -
     if not spiking:
         kinds = ", ".join(type(layer).__name__ for _, layer in layers) or "no layers"
         raise invalid("net", f"{type(net).__name__} of {kinds}", "a model with at least one snntorch.Leaky or Synaptic")
-    converted = []
+    converted: list[nn.Module] = []
     for i, (where, layer) in enumerate(layers):
         if isinstance(layer, nn.Identity):
             continue
@@ -138,7 +141,7 @@ def _check_plain(where: str, module: nn.Module) -> None:
         raise invalid(f"{where}.return_indices", True, "False (the pooled tensor only)")
 
 
-def _neuron(where: str, layer: nn.Module, snn: Any, *, output: str, dt: float) -> LIF | CUBA:
+def _neuron(where: str, layer: Any, snn: Any, *, output: str, dt: float) -> LIF | CUBA:
     """The LIF (for ``Leaky``) or CUBA (for ``Synaptic``) with ``layer``'s numbers, or a ConfigError."""
     label = f"{where} ({type(layer).__name__})"
     reset = _reset(label, layer)
@@ -201,7 +204,7 @@ def _surrogate(label: str, layer: nn.Module) -> Surrogate:
     """hybridai's surrogate equal to the layer's, or ATan(alpha=2) for other snnTorch surrogates (see from_snntorch)."""
     if getattr(layer, "surrogate_disable", False):
         return ATan()
-    spike_grad = layer.spike_grad
+    spike_grad: Any = layer.spike_grad  # a function or callable object (snnTorch has no annotations)
     owner = getattr(spike_grad, "__self__", spike_grad)
     module = getattr(owner, "__module__", None) or ""
     if module != "snntorch.surrogate":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+from types import FunctionType
 
 import numpy as np
 import torch
@@ -86,7 +87,7 @@ class FastSigmoid(Surrogate):
         return {"slope": self.slope}
 
 
-SURROGATES: dict[str, type[Surrogate]] = {"atan": ATan, "fast_sigmoid": FastSigmoid}
+SURROGATES: dict[str, type[ATan] | type[FastSigmoid]] = {"atan": ATan, "fast_sigmoid": FastSigmoid}
 # snnTorch's surrogate factories whose gradient hybridai computes the same way: factory -> its constant
 SNNTORCH_FACTORIES = {"atan": "alpha", "fast_sigmoid": "slope"}
 
@@ -98,9 +99,13 @@ def from_snntorch_surrogate(function: object) -> Surrogate | None:
     Read from the closure without importing snnTorch: its module, the factory that made it and
     the constant it holds. Gradients then agree with snnTorch's to rounding (same operations).
     """
-    if getattr(function, "__module__", None) != "snntorch.surrogate" or not getattr(function, "__closure__", None):
+    if (
+        not isinstance(function, FunctionType)
+        or function.__module__ != "snntorch.surrogate"
+        or not function.__closure__
+    ):
         return None
-    factory = getattr(function, "__qualname__", "").split(".<locals>.")[0]
+    factory = function.__qualname__.split(".<locals>.")[0]
     if factory not in SNNTORCH_FACTORIES:
         return None
     constants = dict(zip(function.__code__.co_freevars, (c.cell_contents for c in function.__closure__), strict=True))

@@ -90,6 +90,8 @@ def capabilities(s: Subject) -> str:
     """``capabilities`` is the contract's typed record, consistent with itself, the same on every read."""
     backend = s.unchecked()
     caps = backend.capabilities
+    if s.contract is None:
+        raise ConformanceError(f"{s.cls.__name__} implements none of the contracts, so it has no capabilities record")
     record = CONTRACT_CAPABILITIES[s.contract]
     if not isinstance(caps, record):
         raise ConformanceError(

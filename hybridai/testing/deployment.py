@@ -1,5 +1,7 @@
 """Chip compiler checks: they compile whole networks (``ChipCompiler.compile``) into a ``CompiledNetwork``.
 
+A chip that declares the layer kinds it compiles (``capabilities.layers``, what ``hybridai.deploy`` cuts a model
+by) must list every kind of the probe it compiles, and ``capabilities.frames`` must match its input layout.
 Three probe networks: a spiking one (Linear -> LIF -> Linear -> LIF, reset to zero, binary input
 spikes ``[T, B, F]``), a quantizable ReLU one (Linear -> ReLU -> Linear, inputs ``[B, F]`` in
 [0, 1]) and a sigma-delta one (SigmaDelta -> Linear -> SigmaDelta -> Linear, frames ``[T, B, F]`` in
@@ -14,6 +16,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
+from hybridai.core.contracts import ChipCompiler
 from hybridai.core.errors import HybridAIError
 from hybridai.testing.suite import ConformanceError, Subject, expect_error, in_threads, seeded
 
@@ -70,6 +73,14 @@ PROBES = (
 )
 
 
+def _chip(s: Subject) -> ChipCompiler:
+    """A fresh instance of the subject, which these checks run only for chip compilers."""
+    backend = s.make()
+    if not isinstance(backend, ChipCompiler):
+        raise ConformanceError(f"{type(backend).__name__} is not a ChipCompiler")
+    return backend
+
+
 def _compiled(s: Subject) -> tuple[ProbeNetwork, Any]:
     """The first probe the backend compiles, and its compiled network (cached)."""
 
@@ -77,7 +88,7 @@ def _compiled(s: Subject) -> tuple[ProbeNetwork, Any]:
         refusals = []
         for probe in PROBES:
             try:
-                return probe, s.make().compile(probe.build(), calibration=probe.inputs())
+                return probe, _chip(s).compile(probe.build(), calibration=probe.inputs())
             except HybridAIError as exc:
                 refusals.append(f"{probe.name}: {type(exc).__name__}: {exc}")
         raise ConformanceError("compiled no probe network; " + "; ".join(refusals))
@@ -93,7 +104,7 @@ def compile_and_run(s: Subject) -> str:
     x = probe.inputs()
     run = compiled.run(x)
     if not isinstance(run, ChipRun):
-        raise ConformanceError(f"run() returned {type(run).__name__}; accepted: hybridai.neuromorphic.ChipRun")
+        raise ConformanceError(f"run() returned {type(run).__name__}; accepted: hybridai.core.chip.ChipRun")
     with torch.no_grad():
         reference = probe.build()(x)
     if tuple(run.outputs.shape) != tuple(reference.shape) or not torch.isfinite(run.outputs).all():
@@ -109,14 +120,43 @@ def compile_and_run(s: Subject) -> str:
     for layer in run.layers:
         if not (0 <= layer.active_updates <= layer.neuron_updates and 0 <= layer.spikes and layer.synaptic_ops >= 0):
             raise ConformanceError(f"inconsistent activity counts {layer}")
-    return f"{probe.name} probe: outputs {tuple(run.outputs.shape)}, {len(run.layers)} layers counted"
+    return f"{probe.name} probe: outputs {tuple(run.outputs.shape)}, {len(run.layers)} layers counted; " + _declared(
+        s, probe
+    )
+
+
+def _declared(s: Subject, probe: ProbeNetwork) -> str:
+    """``capabilities.layers`` (what ``hybridai.deploy`` cuts a model by) names known kinds and covers the probe the
+    chip compiled; ``frames`` agrees with the probe's layout."""
+    from hybridai.spiking.graph import KINDS, SKIPPED, kind_of
+
+    caps = s.make().capabilities
+    known = {kind for _, kind in KINDS}
+    unknown = sorted(set(caps.layers) - known)
+    if unknown:
+        raise ConformanceError(f"capabilities.layers names {unknown}; accepted: kinds of {sorted(known)}")
+    if not caps.layers:
+        return "no layer kinds declared (deploy sends it the spiking region whole)"
+    used = {kind_of(m) for m in probe.build().modules() if not isinstance(m, (nn.Sequential, *SKIPPED))}
+    missing = sorted(k for k in used - set(caps.layers) if k is not None)
+    if missing:
+        raise ConformanceError(
+            f"compile() took the {probe.name} probe, whose {missing} layers capabilities.layers {list(caps.layers)} "
+            "does not list: hybridai.deploy would cut them away from the chip"
+        )
+    if caps.frames == probe.time_major:
+        raise ConformanceError(
+            f"capabilities.frames={caps.frames}, but the chip compiled the {probe.name} probe, whose input is "
+            f"{'time-major [T, B, F]' if probe.time_major else 'frames [B, F]'}"
+        )
+    return f"declared layers {list(caps.layers)} cover the probe"
 
 
 def determinism(s: Subject) -> str:
     """Two runs of one compiled network, and a second compile, give identical outputs and activity."""
     probe, compiled = _compiled(s)
     first, second = compiled.run(probe.inputs()), compiled.run(probe.inputs())
-    again = s.make().compile(probe.build(), calibration=probe.inputs()).run(probe.inputs())
+    again = _chip(s).compile(probe.build(), calibration=probe.inputs()).run(probe.inputs())
     for name, other in (("second run", second), ("second compile", again)):
         if not torch.equal(first.outputs, other.outputs) or first.layers != other.layers:
             raise ConformanceError(f"the {name} gave different outputs or activity")
@@ -125,7 +165,7 @@ def determinism(s: Subject) -> str:
 
 def bad_input(s: Subject) -> str:
     """compile(non-module), compile(unsupported layer) and run(wrong width) are HybridAIErrors."""
-    backend = s.make()
+    backend = _chip(s)
     probe, compiled = _compiled(s)
     x = probe.inputs()[..., :-1]
     got = [

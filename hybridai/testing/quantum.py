@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from hybridai.core import registry
+from hybridai.core.contracts import QuantumExecutor
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
 from hybridai.testing.common import deterministic, need, saved_and_loaded, state_dict_round_trip
 from hybridai.testing.suite import ConformanceError, Subject, close, expect_error, in_threads, same_as_serial
@@ -276,6 +277,8 @@ def shots_per_seed(s: Subject) -> str:
 def input_errors(s: Subject) -> str:
     """A diff_method it does not accept and a negative shots are HybridAIErrors naming the argument."""
     backend = s.make()
+    if not isinstance(backend, QuantumExecutor):
+        raise ConformanceError(f"{type(backend).__name__} is not a QuantumExecutor: quantum checks do not apply")
     got = [
         expect_error(
             lambda: backend.execute(
@@ -334,7 +337,7 @@ def serialization(s: Subject) -> str:
     return "torch.save/torch.load and state_dict round trip give the same outputs" + (" (seeded)" if extra else "")
 
 
-def _job(s: Subject, k: int = 0) -> Callable[[Any], list[torch.Tensor]]:
+def _job(s: Subject, k: int = 0) -> Callable[[Any], list[torch.Tensor | None]]:
     """Job ``k``: two rounds of values (and gradients when differentiable) of the first probe tape with
     parameters of its own; odd jobs of a backend claiming shots sample with ExecutionConfig(shots, seed).
 
@@ -348,8 +351,8 @@ def _job(s: Subject, k: int = 0) -> Callable[[Any], list[torch.Tensor]]:
         inputs = (inputs.detach() + 0.1 * k).requires_grad_(inputs.requires_grad)
         rounds.append((inputs, weights, tapes(inputs, weights, SHOTS if sampled else None)[:1]))
 
-    def work(backend: Any) -> list[torch.Tensor]:
-        out: list[torch.Tensor] = []
+    def work(backend: Any) -> list[torch.Tensor | None]:
+        out: list[torch.Tensor | None] = []
         for inputs, weights, batch in rounds:
             if sampled:
                 with torch.no_grad():

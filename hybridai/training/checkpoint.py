@@ -27,7 +27,7 @@ from hybridai.core.errors import ConfigError, HybridAIError, ShapeError, invalid
 try:  # POSIX: advisory locks tell a live writer's temporary file from a dead one's
     import fcntl
 except ImportError:  # pragma: no cover - Windows: an open file cannot be removed, which protects live writers
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # the module's absence, checked before each use
 
 FORMAT = "hybridai-checkpoint-1"
 TEMPORARY_TAG = "hybridai"

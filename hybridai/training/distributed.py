@@ -102,8 +102,8 @@ def init_from_env(backend: str | None = None, timeout: float | None = None) -> b
         if not torch.cuda.is_available():
             raise invalid("backend", backend, "'gloo' on a machine without CUDA")
         torch.cuda.set_device(local_rank())
-    options = {} if timeout is None else {"timeout": datetime.timedelta(seconds=timeout)}
-    dist.init_process_group(backend, init_method="env://", **options)
+    limit = None if timeout is None else datetime.timedelta(seconds=timeout)  # None: torch's default
+    dist.init_process_group(backend, init_method="env://", timeout=limit)
     return True
 
 
@@ -128,8 +128,9 @@ def seed_everything(seed: int, model: nn.Module | None = None) -> int:
         from hybridai.core.module import HybridModule
 
         for module in model.modules():
-            if callable(getattr(module, "reseed", None)):
-                module.reseed(ours)
+            reseed = getattr(module, "reseed", None)
+            if callable(reseed):
+                reseed(ours)
             elif isinstance(module, HybridModule) and "seed" in module.backend_options:
                 module.set_backend(module.backend, **{**module.backend_options, "seed": ours})
     return ours
@@ -182,7 +183,9 @@ def distributed_loader(
         if name in loader_options:
             raise invalid(name, loader_options[name], "not given: distributed_loader builds the sampler")
     if is_distributed():
-        sampler = DistributedSampler(dataset, shuffle=bool(shuffle), seed=seed, drop_last=bool(drop_last))
+        sampler: DistributedSampler[int] = DistributedSampler(
+            dataset, shuffle=bool(shuffle), seed=seed, drop_last=bool(drop_last)
+        )
         return DataLoader(dataset, batch_size=batch_size, sampler=sampler, drop_last=drop_last, **loader_options)
     generator = torch.Generator().manual_seed(seed) if shuffle else None
     shuffle = bool(shuffle)

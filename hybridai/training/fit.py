@@ -12,6 +12,7 @@ import math
 import os
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
+from typing import Any
 
 import torch
 
@@ -86,7 +87,8 @@ def _check_arguments(model, train_data, val_data, loss, optimizer, epochs, patie
     return callbacks
 
 
-def _check_amp(amp, model, device):
+def _check_amp(amp: Any, model: torch.nn.Module, device: Any) -> tuple[str, torch.dtype] | None:
+    """``(device type, dtype)`` that ``torch.autocast`` takes for ``amp``; None without autocast."""
     if amp is None:
         return None
     device_type = _device_type(model, device)
@@ -141,8 +143,8 @@ def fit(
     callbacks = _check_arguments(
         model, train_data, val_data, loss, optimizer, epochs, patience, callbacks, device, progress
     )
-    amp = _check_amp(amp, model, device)
-    scaler = torch.amp.GradScaler(amp[0]) if amp is not None and amp[1] == torch.float16 else None
+    autocast = _check_amp(amp, model, device)
+    scaler = torch.amp.GradScaler(autocast[0]) if autocast is not None and autocast[1] == torch.float16 else None
     progress = progress and distributed.rank() == 0
     writer = None if tensorboard is None else _summary_writer(tensorboard)
     history: list[dict] = []
@@ -150,12 +152,12 @@ def fit(
     try:
         for epoch in range(epochs):
             sampler = getattr(train_data, "sampler", None)
-            if hasattr(sampler, "set_epoch"):
+            if sampler is not None and hasattr(sampler, "set_epoch"):
                 sampler.set_epoch(epoch)
             desc = f"epoch {epoch + 1}/{epochs}"
-            sums = _epoch(model, train_data, loss, optimizer, True, device, progress, desc, amp, scaler)
+            sums = _epoch(model, train_data, loss, optimizer, True, device, progress, desc, autocast, scaler)
             if val_data is not None:
-                sums += _epoch(model, val_data, loss, optimizer, False, device, progress, "val", amp, None)
+                sums += _epoch(model, val_data, loss, optimizer, False, device, progress, "val", autocast, None)
             sums = distributed.all_reduce_sum(sums)
             metrics = {"epoch": epoch, "train_loss": sums[0] / max(sums[1], 1)}
             if val_data is not None:

@@ -279,7 +279,8 @@ def _report(events: list[Any], layers: list[tuple[str, nn.Module]], backward: bo
             owner = creator[e.sequence_nr][1]
             if owner is not None:
                 backward_ms[owner] = backward_ms.get(owner, 0.0) + _ms(e)
-    rows, by_backend = [], {}
+    rows: list[dict[str, Any]] = []
+    by_backend: dict[tuple[str, str], float] = {}
     for name, layer in layers:
         if isinstance(layer, HybridModule):
             domain, backend = layer.domain, layer.backend

@@ -1,7 +1,10 @@
-"""`import hybridai` imports torch and numpy only, and the import contract holds (and would catch a cycle)."""
+"""`import hybridai` imports torch and numpy only, and the import contract holds (and would catch a cycle or one
+chip package importing another)."""
 
+import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,17 +37,31 @@ def test_import_contract_holds():
     assert "0 broken" in result.stdout
 
 
-def test_import_contract_fails_on_a_deliberate_cycle(tmp_path):
-    import shutil
-
+def _lint_imports_with(tmp_path: Path, module: str, line: str) -> subprocess.CompletedProcess:
+    """lint-imports on a copy of the package in which ``module`` (a path under hybridai/) ends with ``line``."""
     copy = tmp_path / "hybridai"
     shutil.copytree(ROOT / "hybridai", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    with open(copy / "core" / "errors.py", "a") as f:
-        f.write("\nimport hybridai.quantum.layer  # a deliberate upward import and cycle\n")
-    env_path = f"{tmp_path}"
-    result = subprocess.run(
+    with open(copy / module, "a") as f:
+        f.write(f"\n{line}\n")
+    return subprocess.run(
         [str(Path(sys.executable).with_name("lint-imports")), "--config", str(ROOT / "pyproject.toml")],
-        capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
     )  # fmt: skip
+
+
+def test_import_contract_fails_on_a_deliberate_cycle(tmp_path):
+    line = "import hybridai.quantum.layer  # a deliberate upward import and cycle"
+    result = _lint_imports_with(tmp_path, "core/errors.py", line)
     assert result.returncode != 0
     assert "BROKEN" in result.stdout and "hybridai.core.errors -> hybridai.quantum.layer" in result.stdout
+
+
+def test_import_contract_fails_when_one_chip_package_imports_another(tmp_path):
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (independence,) = [c for c in contracts if c["type"] == "independence"]
+    line = "import hybridai.neuromorphic.loihi.compartments  # Loihi 2 stacked on Loihi 1 again"
+    result = _lint_imports_with(tmp_path, "neuromorphic/loihi2/sigma_delta.py", line)
+    assert result.returncode != 0
+    out = " ".join(result.stdout.split())  # lint-imports wraps long lines at 80 columns
+    assert f"{independence['name']} BROKEN" in out
+    assert "hybridai.neuromorphic.loihi2.sigma_delta -> hybridai.neuromorphic.loihi.compartments" in out

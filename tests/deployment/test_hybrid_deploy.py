@@ -11,7 +11,7 @@ from torch import nn
 
 import hybridai
 from hybridai.core.errors import ConfigError
-from hybridai.deployment import HybridDeployment, cut
+from hybridai.deployment import Deployment, cut
 from hybridai.deployment.segments import domains_of, flatten
 
 N_QUBITS = 3
@@ -68,7 +68,7 @@ def test_nested_sequentials_are_flattened_with_their_indices():
 def test_deployed_output_equals_the_segments_deployed_by_hand():
     model, x = hybrid_model(), events()
     deployment = hybridai.deploy(model, spiking="loihi", quantum="statevector", classical="torch")
-    assert isinstance(deployment, HybridDeployment)
+    assert isinstance(deployment, Deployment)
     chip = hybridai.deploy(nn.Sequential(*model[:3]), "loihi")  # the one-chip form on the spiking segment
     with torch.no_grad():
         h = model[3:5](chip.run(x).to(torch.float32))
@@ -184,7 +184,7 @@ def test_a_domain_the_model_does_not_have_is_refused():
 def test_the_one_chip_form_keeps_working():
     spiking_only = nn.Sequential(nn.Linear(20, 8), hybridai.LIF(0.9, reset="zero"), hybridai.SpikeCountDecoder())
     deployment = hybridai.deploy(spiking_only, "loihi")
-    assert isinstance(deployment, hybridai.neuromorphic.Deployment)
+    assert isinstance(deployment, Deployment) and deployment.segments == [("spiking [0-2]", "loihi")]
     assert deployment.run(events()).shape == (24, 8)
 
 
@@ -227,7 +227,7 @@ def test_cli_deploy_report_takes_one_backend_per_domain(tmp_path, capsys):
     ]
     assert main([*argv, "--zne", "--quantum-option", "seed=2"]) == 0
     out = capsys.readouterr().out
-    assert "spiking [0-2]" in out and "aer:fake_manila + ZNE" in out and "accuracy: float model" in out
+    assert "spiking [0-2]" in out and "aer:fake_manila + ZNE" in out and "accuracy, float model" in out
     assert main([*argv, "--backend", "loihi"]) == 2
     assert "--backend='loihi' is not valid" in capsys.readouterr().err
 
@@ -258,5 +258,7 @@ def test_a_batch_first_input_revealed_by_the_labels_is_refused_not_read_as_time_
     for deployment in deployments:
         with pytest.raises(hybridai.ShapeError, match=r"x\.shape=\(24, 12, 20\).*batch-first.*x\.transpose\(0, 1\)"):
             deployment.report(x.transpose(0, 1), labels)
-    assert "accuracy, float model" in deployments[0].report(x, labels).agreement  # time-major: taken as it is
-    assert set(deployments[1].report(x, labels).accuracy) == {"float", "deployed"}
+    for deployment in deployments:  # time-major: taken as it is
+        report = deployment.report(x, labels)
+        assert set(report.accuracy) == {"float", "deployed"}
+        assert report.agreement["accuracy, float model"] == report.accuracy["float"]

@@ -63,10 +63,10 @@ def test_the_one_chip_form_points_a_model_with_quantum_layers_to_one_backend_per
     message = str(caught.value)
     assert message.startswith(f"backend='loihi' is not valid; accepted: a chip for a model without quantum layers "
                               f"(this one has 5 ({layer}))")  # fmt: skip
-    assert "hybridai.deploy(model, spiking='loihi', quantum='statevector', classical='torch')" in message
+    assert "hybridai.deploy(model, chip='loihi', quantum='statevector', classical='torch')" in message
 
 
 def test_the_pointer_keeps_the_chip_options_by_name_only():
     with pytest.raises(ConfigError) as caught:
         hybridai.deploy(hybrid_model(), "loihi", quirks="lava")
-    assert "spiking='loihi', spiking_options={'quirks': ...}, quantum=" in str(caught.value)
+    assert "chip='loihi', spiking_options={'quirks': ...}, quantum=" in str(caught.value)

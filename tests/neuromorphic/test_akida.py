@@ -134,7 +134,7 @@ def digits_net():
 @pytest.mark.parametrize("bits", [8, 4])
 def test_trained_dense_net_is_bit_exact_and_tracks_float(digits_net, bits):
     model, train, test, labels = digits_net
-    net = ak.compile(model, train[:256], input_bits=bits, activation_bits=bits)
+    net = ak.compile(model, calibration=train[:256], input_bits=bits, activation_bits=bits)
     wrong, _ = _mismatches(net, test)
     assert wrong == 0
     run = net.run(test)
@@ -171,7 +171,7 @@ def test_conv_net_is_bit_exact(k, stride, padding, size):
     model = _conv_net(stride, padding, k)
     calib = torch.randn(64, 2, *size)
     model(calib)  # materialise the LazyLinear
-    net = ak.compile(model, calib)
+    net = ak.compile(model, calibration=calib)
     x = torch.randn(50, 2, *size)
     wrong, engine = _mismatches(net, x)
     assert wrong == 0
@@ -193,7 +193,7 @@ def test_max_pooling_conv_is_bit_exact(order):
     model = nn.Sequential(*head, nn.Flatten(), nn.LazyLinear(6))
     calib = torch.randn(64, 2, *size)
     model(calib)
-    net = ak.compile(model, calib)
+    net = ak.compile(model, calibration=calib)
     x = torch.randn(50, 2, *size)
     wrong, _ = _mismatches(net, x)
     assert wrong == 0
@@ -215,7 +215,7 @@ def test_conv_kernel_is_not_mirrored():
         conv.weight[0, 0, 0, 2] = 1.0  # reads the pixel above and to the right
     model = nn.Sequential(conv, nn.ReLU())
     x = torch.rand(4, 1, 6, 6)
-    net = ak.compile(model, x, input_bits=8, activation_bits=8)
+    net = ak.compile(model, calibration=x, input_bits=8, activation_bits=8)
     with torch.no_grad():
         expected = model(x)
     out = net.run(x).outputs
@@ -228,7 +228,7 @@ def test_activity_counts():
     model = _conv_net()
     calib = torch.randn(32, 2, 6, 6)
     model(calib)
-    net = ak.compile(model, calib, activation_bits=4)
+    net = ak.compile(model, calibration=calib, activation_bits=4)
     x = torch.randn(6, 2, 6, 6)
     run = net.run(x)
     traces = integer_reference(net.quantized, quantize_input(net.quantized, x))
@@ -253,7 +253,7 @@ def test_describe_and_macs():
     model = _conv_net()
     calib = torch.randn(16, 2, 8, 8)
     model(calib)
-    net = ak.compile(model, calib, input_bits=8, activation_bits=4)
+    net = ak.compile(model, calibration=calib, input_bits=8, activation_bits=4)
     rows = net.describe()
     assert [r["kind"] for r in rows] == ["Conv2D", "Conv2D", "Dense1D", "Dense1D"]
     assert rows[0]["output_shape"] == (5, 8, 8) and rows[0]["akida_output_shape"] == (8, 8, 5)
@@ -287,27 +287,27 @@ def test_describe_and_macs():
 def test_unsupported_models_are_refused_by_name(model, match):
     calib = torch.rand(4, 1, 5, 5) if any(isinstance(m, nn.Conv2d) for m in model.modules()) else torch.rand(4, 4)
     with pytest.raises(ConfigError, match=match):
-        ak.compile(model, calib)
+        ak.compile(model, calibration=calib)
 
 
 def test_bad_arguments_name_the_value():
     model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
     with pytest.raises(ConfigError, match=r"input_bits=4 .*minimum is -1"):
-        ak.compile(model, torch.full((2, 4), -1.0), input_bits=4)
+        ak.compile(model, calibration=torch.full((2, 4), -1.0), input_bits=4)
     with pytest.raises(ConfigError, match=r"activation_bits=3 .*one of \(1, 2, 4, 8\)"):
-        ak.compile(model, torch.rand(2, 4), activation_bits=3)
+        ak.compile(model, calibration=torch.rand(2, 4), activation_bits=3)
     with pytest.raises(ConfigError, match=r"output_bits=4 .*no ReLU"):
-        ak.compile(model, torch.rand(2, 4), output_bits=4)
+        ak.compile(model, calibration=torch.rand(2, 4), output_bits=4)
     with pytest.raises(ShapeError, match=r"calibration has shape \(4,\)"):
-        ak.compile(model, torch.rand(4))
+        ak.compile(model, calibration=torch.rand(4))
     with pytest.raises(ShapeError, match=r"x has shape \(2, 5\); accepted: a float tensor \[B, 4\]"):
-        ak.compile(model, torch.rand(2, 4)).run(torch.rand(2, 5))
+        ak.compile(model, calibration=torch.rand(2, 4)).run(torch.rand(2, 5))
 
 
 def test_run_warns_when_engine_and_reference_disagree():
     """The activity counts come from the reference, so a disagreement must not pass silently."""
     model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
-    net = ak.compile(model, torch.rand(8, 4))
+    net = ak.compile(model, calibration=torch.rand(8, 4))
     assert net.run(torch.rand(8, 4)).outputs.shape == (8, 2) and net.last_mismatches == 0
     net.quantized.layers[-1].bias.add_(100)  # the reference changes; the akida.Model keeps its variables
     with pytest.warns(RuntimeWarning, match="differ in"):
@@ -318,7 +318,7 @@ def test_run_warns_when_engine_and_reference_disagree():
 def test_missing_akida_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "akida", None)  # makes `import akida` raise ImportError
     with pytest.raises(MissingExtraError, match=r"pip install -e '\.\[akida\]' in a clone of hybridai"):
-        ak.compile(nn.Sequential(nn.Linear(2, 2)), torch.rand(2, 2))
+        ak.compile(nn.Sequential(nn.Linear(2, 2)), calibration=torch.rand(2, 2))
     status = registry.backend_class("akida").is_available()
     assert not status.available and "hybridai[akida]" in status.reason
 

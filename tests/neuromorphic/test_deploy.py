@@ -30,8 +30,8 @@ def test_nengo_report_agrees_with_the_float_lif_model_and_counts_activity():
     labels = model(x).argmax(1)
     report = deploy(model, "nengo").report(x, labels)
     assert report.agreement["prediction agreement"] == 1.0  # nengo's LIF with tau_ref=0 is hybridai's reset-to-zero
-    assert report.agreement["accuracy, float model"] == report.agreement["accuracy, chip"] == 1.0
-    assert report.agreement["output max |difference|"] == 0.0
+    assert report.agreement["accuracy, float model"] == report.agreement["accuracy, deployed"] == 1.0
+    assert report.agreement["max |difference|"] == 0.0
     hidden = model[1](model[0](x))
     assert report.run.layers[0].spikes == int(hidden.sum())
     assert report.run.layers[0].neuron_updates == 16 * 20 * 6
@@ -77,6 +77,6 @@ def test_cli_deploy_report_prints_the_report(tmp_path, capsys):
     torch.save((x, model(x).argmax(1)), tmp_path / "data.pt")
     assert main(["deploy-report", str(tmp_path / "model.pt"), str(tmp_path / "data.pt"), "--backend", "nengo"]) == 0
     out = capsys.readouterr().out
-    assert "prediction agreement" in out and "accuracy, chip" in out and "nengo" in out
+    assert "prediction agreement" in out and "accuracy, deployed" in out and "nengo" in out
     code = main(["deploy-report", str(tmp_path / "missing.pt"), str(tmp_path / "data.pt"), "--backend", "nengo"])
     assert code == 2 and "missing.pt" in capsys.readouterr().err

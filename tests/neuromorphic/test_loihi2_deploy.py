@@ -97,7 +97,7 @@ def test_activity_counts_messages_once_and_compares_with_a_dense_run():
     assert layers[1].synaptic_ops == layers[0].spikes * 24 and layers[3].synaptic_ops == layers[2].spikes * 3
     assert layers[1].dense_synaptic_ops == 12 * 24 * steps * batch
     assert all(a.synaptic_ops < a.dense_synaptic_ops for a in layers)
-    assert layers[0].synaptic_ops == int(loihi2.compile_network(model, device="cpu").host_input(x).ne(0).sum())
+    assert layers[0].synaptic_ops == int(loihi2.compile(model).host_input(x).ne(0).sum())
     text = str(report)
     assert "syn. ops saved vs dense" in text and "no public per-event figures for 'loihi2'" in text
 

@@ -56,12 +56,12 @@ def trained(model: nn.Module, x: torch.Tensor, steps: int = 15) -> nn.Module:
 
 
 def test_register_mapping_of_lif_and_cuba():
-    net = loihi.quantize(cuba_net())
+    net = loihi.compile(cuba_net())
     first, second = net.plans
     # alpha 0.5: du = round(4096 * 0.5) - 1 = 2047, which the chip applies as (4096 - 1 - 2047) / 4096 = 0.5
     assert first.du.unique().tolist() == [2047] and second.du.unique().tolist() == [round(4096 * 0.25) - 1]
     assert first.dv.unique().tolist() == [round(4096 * 0.15)] and first.refractory == 2
-    lif = loihi.quantize(lif_net()).plans[0]
+    lif = loihi.compile(lif_net()).plans[0]
     assert lif.du.unique().tolist() == [4095] and lif.dv.unique().tolist() == [410] and lif.refractory == 1
     # weights: even mantissas, the largest |W| at 254; threshold and bias in the same units
     w = lif_net()[0].weight.detach().double()
@@ -71,7 +71,7 @@ def test_register_mapping_of_lif_and_cuba():
     assert int(lif.vth_mant.unique()) == round(1.0 * lif.scale / 64)
     b = lif_net()[0].bias.detach().double() * lif.scale
     assert ((lif.bias - b).abs() <= 2.0**lif.bias_exp).all() and int(lif.bias_mant.abs().max()) <= 4095
-    rows = loihi.quantize(lif_net()).describe()
+    rows = loihi.compile(lif_net()).describe()
     assert rows[0]["layer"] == "1: LIF" and rows[0]["du"] == 4095 and rows[0]["weight_mantissa_range"][1] == 254
     assert {"dv", "vth_mant", "weight_exp", "scale", "bias_mant", "bias_exp"} <= rows[1].keys()
 
@@ -79,7 +79,7 @@ def test_register_mapping_of_lif_and_cuba():
 def test_weight_exponent_keeps_registers_and_inputs_in_range():
     torch.manual_seed(0)
     small = nn.Sequential(nn.Linear(4, 3), LIF(0.9, threshold=1.0, reset="zero"))
-    plan = loihi.quantize(small).plans[0]
+    plan = loihi.compile(small).plans[0]
     assert 0 <= plan.weight_exp <= 7 and int(plan.vth_mant.max()) <= 2**17 - 1
     worst = int(plan.weights.abs().sum(1).max()) << (6 + plan.weight_exp)
     assert worst <= 2**21 - 1  # every input spiking at once cannot wrap q
@@ -93,7 +93,7 @@ def test_weight_exponent_keeps_registers_and_inputs_in_range():
     # a threshold far above the weights: the mantissa range narrows until vth_mant fits at weight_exp 0
     with torch.no_grad():
         small[0].weight.mul_(1e-4)
-    tight = loihi.quantize(small).plans[0]
+    tight = loihi.compile(small).plans[0]
     assert tight.weight_exp == 0 and int(tight.vth_mant.max()) <= 2**17 - 1 and int(tight.weights.abs().max()) < 254
 
 
@@ -117,19 +117,19 @@ def test_weight_exponent_keeps_registers_and_inputs_in_range():
 )  # fmt: skip
 def test_unsupported_models_are_refused_by_index_and_type(model, pattern):
     with pytest.raises(HybridAIError, match=pattern):
-        loihi.quantize(model)
+        loihi.compile(model)
 
 
 def test_cuba_needs_the_nengo_refractory_rule():
     model = nn.Sequential(nn.Linear(3, 2, bias=False), CUBA(reset="zero"))
     with pytest.raises(HybridAIError, match=r"quirks='lava'.*refractory"):
-        loihi.quantize(model, quirks="lava")
+        loihi.compile(model, quirks="lava")
     with pytest.raises(HybridAIError, match=r"quirks='truenorth'"):
-        loihi.quantize(model, quirks="truenorth")
+        loihi.compile(model, quirks="truenorth")
 
 
 def test_input_must_be_non_negative_integer_counts():
-    net = loihi.quantize(lif_net())
+    net = loihi.compile(lif_net())
     with pytest.raises(HybridAIError, match=r"x=.*non-integer value 0.5.*whole numbers"):
         net.run(torch.full((4, 2, 20), 0.5))
     with pytest.raises(HybridAIError, match=r"x=.*minimum -1.*non-negative"):
@@ -145,7 +145,7 @@ def test_emulator_agrees_with_fake_quantized_model_on_every_spike(build, quirks)
     x = spikes(40, 6, 20)
     model = trained(build(), x)
     fake = loihi.fake_quantize(model, quirks=quirks)
-    net = loihi.quantize(model, quirks=quirks)
+    net = loihi.compile(model, quirks=quirks)
     with torch.no_grad():
         out, layers = fake(x, return_layers=True)
     chip = net.trace(x)
@@ -173,7 +173,7 @@ def test_fake_quantized_training_reduces_the_loss_and_deploys_as_trained():
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.6 * losses[0]
-    deployed = loihi.quantize(model).run(x).outputs
+    deployed = loihi.compile(model).run(x).outputs
     assert torch.equal(deployed, fake(x).detach())  # what was trained is what the chip computes
 
 
@@ -247,7 +247,7 @@ def test_backend_passes_the_conformance_suite():
 def test_cuda_run_matches_cpu():
     x = spikes(20, 4, 20)
     model = lif_net()
-    cpu = loihi.quantize(model).run(x)
+    cpu = loihi.compile(model).run(x)
     gpu = registry.get("loihi", device="cuda").compile(model).run(x.cuda())
     assert gpu.outputs.is_cuda and torch.equal(gpu.outputs.cpu(), cpu.outputs) and gpu.layers == cpu.layers
     fake = loihi.fake_quantize(model.cuda())(x.cuda())

@@ -8,7 +8,7 @@ from torch import nn
 from hybridai import CUBA, LIF, MembraneDecoder, SpikeCountDecoder, TimeDistributed
 from hybridai.core.errors import ConfigError
 from hybridai.neuromorphic import akida, loihi
-from hybridai.neuromorphic.nengo import plan as nengo_plan
+from hybridai.neuromorphic.nengo.plan import plan as nengo_plan
 from hybridai.spiking.graph import lower
 
 
@@ -24,7 +24,7 @@ def _to_nir(model):
 
 
 COMPILERS = {
-    "loihi": loihi.quantize,
+    "loihi": loihi.compile,
     "nengo": nengo_plan,
     "akida": lambda model: akida.quantize(model, torch.rand(4, 6)),
     "NIR export": _to_nir,
@@ -81,7 +81,7 @@ def test_the_walk_gives_each_target_the_same_network():
         expected = plain(x)
     assert expected.sum() > 0
     for model in (plain, wrapped):
-        assert torch.equal(loihi.quantize(model).run(x).outputs, loihi.quantize(plain).run(x).outputs)
+        assert torch.equal(loihi.compile(model).run(x).outputs, loihi.compile(plain).run(x).outputs)
     plans, decoder = nengo_plan(wrapped)
     assert [p.name for p in plans] == ["2.0: LIF", "4: LIF"] and isinstance(decoder, SpikeCountDecoder)
     assert [p.n for p in plans] == [8, 3] and plans[0].n_in == 6

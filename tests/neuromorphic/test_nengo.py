@@ -16,7 +16,8 @@ from torch import nn
 import hybridai.neuromorphic.nengo.backend  # noqa: F401  (registers the "nengo" family)
 from hybridai import backends
 from hybridai.core.errors import ConfigError, HybridAIError, ShapeError
-from hybridai.neuromorphic.nengo import NengoNetwork, to_network
+from hybridai.neuromorphic.nengo import NengoNetwork, build_network
+from hybridai.neuromorphic.nengo.plan import plan
 from hybridai.spiking.encoding import MembraneDecoder, RateDecoder, SpikeCountDecoder
 from hybridai.spiking.neurons import CUBA, LIF
 
@@ -58,11 +59,12 @@ def _layer_outputs(model: nn.Sequential, x: torch.Tensor) -> list[torch.Tensor]:
     return outs
 
 
-def test_to_network_maps_decays_to_time_constants_and_weights_to_transforms():
+def test_build_network_maps_decays_to_time_constants_and_weights_to_transforms():
     model = nn.Sequential(
         _linear(4, 6), LIF(0.9, threshold=0.5, reset="zero"), _linear(6, 3), CUBA(0.8, 0.7, reset="zero")
     )
-    net = to_network(model)
+    plans, _ = plan(model)
+    net = build_network(plans)
     assert isinstance(net, nengo.Network)
     lif, cuba = net.layer_ensembles
     beta, alpha = float(model[1].beta), float(model[3].alpha)  # float32 values, as the layers hold them

@@ -204,7 +204,7 @@ def test_accepted_files_give_the_report(files, model, data, extra):
     assert code == 0, text
     assert "prediction agreement" in text
     if data != "x.pt":  # labels given: both accuracies
-        assert "accuracy, chip" in text
+        assert "accuracy, deployed" in text
 
 
 def test_float_data_on_loihi_blames_data_not_calibration(files):

@@ -4,7 +4,7 @@
   ``cum_error``, an error) of exactly -2^31 fails the ``|x| >= vth`` test and nothing is sent; a message of
   -2^31 does not zero the error. hybridai must follow Lava, residue and error included.
 * Registers live in int32 (Lava's ``np.int32`` Vars): a wider integer is refused by name, never passed to torch.
-* ``compile_network(device=...)``, ``ResonateFireConfig.from_frequency`` and the ``run_*`` functions refuse
+* ``loihi2.compile(device=...)``, ``ResonateFireConfig.from_frequency`` and the ``run_*`` functions refuse
   what they cannot use (a device that is not here, a string for a frequency, a tensor without data) by name.
 """
 
@@ -177,10 +177,10 @@ def network() -> nn.Sequential:
     return model
 
 
-def test_compile_network_on_cuda_without_cuda_names_the_device():
+def test_compile_on_cuda_without_cuda_names_the_device():
     with mock.patch.object(torch.cuda, "is_available", return_value=False):
         with pytest.raises(HybridAIError) as caught:
-            loihi2.compile_network(network(), device="cuda")
+            loihi2.compile(network(), device="cuda")
     message = str(caught.value)
     assert "device='cuda'" in message and "'cpu'" in message, message
 
@@ -188,17 +188,17 @@ def test_compile_network_on_cuda_without_cuda_names_the_device():
 @pytest.mark.parametrize(
     "device, shown", [("cuda:99", "device='cuda:99'"), ("tpu", "device='tpu'"), ("meta", "meta"), (3, "device=3")]
 )
-def test_compile_network_names_a_device_it_cannot_use(device, shown):
+def test_compile_names_a_device_it_cannot_use(device, shown):
     with pytest.raises(HybridAIError) as caught:
-        loihi2.compile_network(network(), device=device)
+        loihi2.compile(network(), device=device)
     message = str(caught.value)
     assert shown in message and ("accepted" in message or "CUDA device(s)" in message), message
 
 
-def test_compile_network_on_the_cpu_still_runs():
+def test_compile_on_the_cpu_still_runs():
     x = torch.rand(5, 2, 4, generator=torch.Generator().manual_seed(0))
     for device in ("cpu", torch.device("cpu")):
-        assert loihi2.compile_network(network(), device=device).run(x).outputs.shape == (5, 2, 3)
+        assert loihi2.compile(network(), device=device).run(x).outputs.shape == (5, 2, 3)
 
 
 @pytest.mark.parametrize(

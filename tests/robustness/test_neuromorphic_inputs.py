@@ -1,5 +1,5 @@
-"""Hostile inputs to the neuromorphic entry points: ``hybridai.deploy``, the Loihi emulator and quantizer,
-fake-quantized training, Akida's quantizer and engine, nengo's network and the energy and MAC counters.
+"""Hostile inputs to the neuromorphic entry points: ``hybridai.deploy``, the Loihi emulator and compiler,
+fake-quantized training, Akida's quantizer and engine, nengo's compiler and the energy and MAC counters.
 
 Every bad input must give a ``hybridai.HybridAIError`` whose message names the argument, shows the value and
 says what is accepted: registers and exponents are ints in their ranges (never wrapped, never an overflow
@@ -23,10 +23,9 @@ import hybridai.neuromorphic.nengo.backend  # noqa: F401  (registers the "nengo"
 from hybridai import CUBA, LIF, SpikeCountDecoder
 from hybridai.core.errors import ConfigError, HybridAIError, ResourceLimitError, ShapeError
 from hybridai.deployment import deploy
-from hybridai.neuromorphic import akida, energy, loihi
+from hybridai.neuromorphic import akida, energy, loihi, nengo
 from hybridai.neuromorphic.loihi import CompartmentConfig, LoihiLayer, check_weights, run_compartments, run_network
 from hybridai.neuromorphic.macs import dense_macs
-from hybridai.neuromorphic.nengo import to_network
 
 NAN, INF = float("nan"), float("inf")
 HUGE = 10**400  # beyond float's range
@@ -63,7 +62,7 @@ def trained_to(layer: int, name: str, value: float, model: nn.Sequential | None 
 
 
 def loihi_run(x):
-    return loihi.quantize(snn()).run(x)
+    return loihi.compile(snn()).run(x)
 
 
 def energy_with(event: str, value):
@@ -134,12 +133,14 @@ def int_option_cases() -> list[tuple]:
     cases.append((lambda v: akida.quantize(ann(), CAL, weight_bits=v), 4, ConfigError, "weight_bits", "4"))
     for value, shown in [*INT_BADS[:5], (0, "0"), (-3, "-3"), (2**31, "2147483648")]:
         cases.append(
-            (lambda v: to_network(nn.Sequential(LIF(reset="zero")), n_inputs=v), value, ConfigError, "n_inputs", shown)
-        )
+            (lambda v: nengo.compile(nn.Sequential(LIF(reset="zero")), n_inputs=v), value, ConfigError, "n_inputs",
+             shown)
+        )  # fmt: skip
     for value, shown in [(True, "True"), (HUGE, "1000000000000"), (-1, "-1"), (NAN, "nan"), (INF, "inf"),
                          ("1.5", "'1.5'"), (None, "None")]:  # fmt: skip
         cases += [
-            (lambda v: to_network(snn(), cuba_refractory_steps=v), value, ConfigError, "cuba_refractory_steps", shown),
+            (lambda v: nengo.compile(snn(), cuba_refractory_steps=v), value, ConfigError, "cuba_refractory_steps",
+             shown),
             (lambda v: deploy(snn(), "nengo", cuba_refractory_steps=v), value, ConfigError, "cuba_refractory_steps",
              shown),
         ]  # fmt: skip
@@ -197,22 +198,22 @@ ENTRY_CASES = [
     (lambda v: run_compartments(CompartmentConfig(du=torch.tensor([1, 2])), v), COUNTS.long(), ShapeError,
      "du.shape", "(2,)"),
     # Loihi quantization and its network
-    (lambda v: loihi.quantize(v), "model.pt", ConfigError, "model", "str"),
-    (lambda v: loihi.quantize(v), nn.Linear(4, 3), ConfigError, "model", "Linear"),
-    (lambda v: loihi.quantize(snn(), quirks=v), np.array(["nengo"]), ConfigError, "quirks", "array"),
-    (lambda v: loihi.quantize(snn(), calibration=v), torch.full((6, 2, 4), 0.5), ShapeError, "calibration", "0.5"),
-    (lambda v: loihi.quantize(snn(), calibration=v), -COUNTS, ShapeError, "calibration", "minimum -1"),
-    (lambda v: loihi.quantize(snn(), calibration=v), [1, 2], ShapeError, "calibration", "list"),
-    (lambda v: loihi.quantize(snn(), device=v), "tpu", ConfigError, "device", "'tpu'"),
-    (lambda v: loihi.quantize(snn(), device=v), None, ConfigError, "device", "None"),
-    (lambda v: loihi.quantize(trained_to(0, "weight", v)), NAN, ConfigError, "weight", "NaN"),
-    (lambda v: loihi.quantize(trained_to(0, "weight", v)), INF, ConfigError, "weight", "inf"),
-    (lambda v: loihi.quantize(trained_to(2, "bias", v)), NAN, ConfigError, "bias", "NaN"),
-    (lambda v: loihi.quantize(trained_to(1, "beta", v)), NAN, ConfigError, "beta", "NaN"),
-    (lambda v: loihi.quantize(trained_to(3, "threshold", v)), NAN, ConfigError, "threshold", "NaN"),
-    (lambda v: loihi.quantize(trained_to(3, "threshold", v)), 0.0, ConfigError, "threshold", "0.0"),
-    (lambda v: loihi.quantize(trained_to(1, "threshold", v)), -2.0, ConfigError, "threshold", "-2.0"),
-    (lambda v: loihi.quantize(trained_to(1, "alpha", v, nn.Sequential(nn.Linear(4, 3, bias=False), CUBA(
+    (lambda v: loihi.compile(v), "model.pt", ConfigError, "model", "str"),
+    (lambda v: loihi.compile(v), nn.Linear(4, 3), ConfigError, "model", "Linear"),
+    (lambda v: loihi.compile(snn(), quirks=v), np.array(["nengo"]), ConfigError, "quirks", "array"),
+    (lambda v: loihi.compile(snn(), calibration=v), torch.full((6, 2, 4), 0.5), ShapeError, "calibration", "0.5"),
+    (lambda v: loihi.compile(snn(), calibration=v), -COUNTS, ShapeError, "calibration", "minimum -1"),
+    (lambda v: loihi.compile(snn(), calibration=v), [1, 2], ShapeError, "calibration", "list"),
+    (lambda v: loihi.compile(snn(), device=v), "tpu", ConfigError, "device", "'tpu'"),
+    (lambda v: loihi.compile(snn(), device=v), None, ConfigError, "device", "None"),
+    (lambda v: loihi.compile(trained_to(0, "weight", v)), NAN, ConfigError, "weight", "NaN"),
+    (lambda v: loihi.compile(trained_to(0, "weight", v)), INF, ConfigError, "weight", "inf"),
+    (lambda v: loihi.compile(trained_to(2, "bias", v)), NAN, ConfigError, "bias", "NaN"),
+    (lambda v: loihi.compile(trained_to(1, "beta", v)), NAN, ConfigError, "beta", "NaN"),
+    (lambda v: loihi.compile(trained_to(3, "threshold", v)), NAN, ConfigError, "threshold", "NaN"),
+    (lambda v: loihi.compile(trained_to(3, "threshold", v)), 0.0, ConfigError, "threshold", "0.0"),
+    (lambda v: loihi.compile(trained_to(1, "threshold", v)), -2.0, ConfigError, "threshold", "-2.0"),
+    (lambda v: loihi.compile(trained_to(1, "alpha", v, nn.Sequential(nn.Linear(4, 3, bias=False), CUBA(
         reset="zero")))), NAN, ConfigError, "alpha", "NaN"),
     (loihi_run, COUNTS[:, :, :3], ShapeError, "x.shape", "(6, 2, 3)"),
     (loihi_run, COUNTS[0], ShapeError, "x.shape", "(2, 4)"),
@@ -269,11 +270,11 @@ ENTRY_CASES = [
     (lambda v: deploy(snn()[:4], "loihi").report(COUNTS, v), torch.zeros(2, dtype=torch.long), ConfigError, "labels",
      "[B, classes]"),
     # nengo
-    (lambda v: to_network(v), "model", ConfigError, "model", "str"),
-    (lambda v: to_network(trained_to(0, "weight", v)), NAN, ConfigError, "weight", "NaN"),
-    (lambda v: to_network(trained_to(2, "bias", v)), INF, ConfigError, "bias", "NaN or inf"),
-    (lambda v: to_network(trained_to(1, "beta", v)), NAN, ConfigError, "beta", "NaN"),
-    (lambda v: to_network(trained_to(1, "threshold", v)), -1.0, ConfigError, "threshold", "-1.0"),
+    (lambda v: nengo.compile(v), "model", ConfigError, "model", "str"),
+    (lambda v: nengo.compile(trained_to(0, "weight", v)), NAN, ConfigError, "weight", "NaN"),
+    (lambda v: nengo.compile(trained_to(2, "bias", v)), INF, ConfigError, "bias", "NaN or inf"),
+    (lambda v: nengo.compile(trained_to(1, "beta", v)), NAN, ConfigError, "beta", "NaN"),
+    (lambda v: nengo.compile(trained_to(1, "threshold", v)), -1.0, ConfigError, "threshold", "-1.0"),
     (lambda v: deploy(snn(), "nengo").run(v), COUNTS.long(), ShapeError, "x.dtype", "torch.int64"),
     (lambda v: deploy(snn(), "nengo").run(v), torch.full((6, 2, 4), NAN), ConfigError, "x", "NaN"),
     (lambda v: deploy(snn(), "nengo").run(v), COUNTS[:, :, :3], ShapeError, "x.shape", "(6, 2, 3)"),

@@ -1,15 +1,17 @@
 """Akida: quantized Linear/Conv2d + ReLU (+ max-pool) networks run in BrainChip's engine.
 
-``plan`` (formats and per-layer integer scales from a trained model: ``quantize`` gives an
-``AkidaIntegerNetwork``), ``engine`` (the ``akida.Model``, the integer torch reference, activity counts:
-``compile``), ``backend`` (the ``akida`` chip compiler).
+The shape of every chip package: ``plan`` (number formats and per-layer integer scales from a trained model:
+``quantize`` gives an ``AkidaIntegerNetwork``), ``network`` (the runner: ``AkidaNetwork`` holds the
+``akida.Model``; the integer torch reference and activity counts), ``backend`` (``compile``, the verb, and
+the ``akida`` chip compiler). ``hybridai.neuromorphic.akida.compile(model, calibration=x)`` returns the
+runnable network.
 """
 
-from hybridai.neuromorphic.akida.engine import (
+from hybridai.neuromorphic.akida.backend import compile  # noqa: A004  (the chip compiler's verb)
+from hybridai.neuromorphic.akida.network import (
     AkidaNetwork,
     LayerTrace,
     build_model,
-    compile,  # noqa: A004
     count_activity,
     import_akida,
     integer_reference,

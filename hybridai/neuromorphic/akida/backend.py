@@ -1,5 +1,9 @@
 """Backend family ``akida``: a trained Linear/Conv2d + ReLU network on BrainChip's Akida engine.
 
+Every chip package has the same shape: ``plan`` (trained model -> the chip's number formats: ``plan.quantize``
+gives an ``AkidaIntegerNetwork``), ``network`` (the runner: ``AkidaNetwork``, a ``CompiledNetwork``), ``backend``
+(this module: the verb ``compile`` and the registry class, whose ``compile`` calls it with its options).
+
 Target: none (Akida's software engine on this CPU; a chip listed by ``akida.devices()`` is reported in the
 capabilities, but the network runs in software). Options, all in bits:
 
@@ -15,11 +19,51 @@ float model's); ``bit_exact=True``: BrainChip's own engine computes them, checke
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hybridai.core.capabilities import ChipCapabilities
 from hybridai.core.contracts import Availability, ChipCompiler
 from hybridai.core.errors import invalid, missing_extra
+
+if TYPE_CHECKING:
+    from hybridai.neuromorphic.akida.network import AkidaNetwork
+
+
+def compile(  # noqa: A001  (the chip compiler's verb)
+    model: Any,
+    *,
+    calibration: Any = None,
+    input_bits: int = 8,
+    activation_bits: int = 8,
+    output_bits: int = 8,
+    weight_bits: int = 8,
+) -> AkidaNetwork:
+    """Quantize ``model`` to Akida's formats (``plan.quantize``) and build it on Akida: an ``AkidaNetwork``.
+
+    ``calibration`` (a float batch in the model's input layout, [N, F] or [N, C, H, W]) sets the activation
+    ranges and is required; the bits are the backend's options (module docstring).
+    """
+    from hybridai.neuromorphic.akida.network import AkidaNetwork, import_akida
+    from hybridai.neuromorphic.akida.plan import check_model, quantize
+
+    check_model(model)  # a model error first: it is the one to fix before any calibration helps
+    if calibration is None:
+        raise invalid(
+            "calibration",
+            None,
+            "a float tensor batch in the model's input layout ([N, F] or [N, C, H, W]); "
+            "Akida's fixed-point activations need their ranges",
+        )
+    import_akida()
+    net = quantize(
+        model,
+        calibration,
+        input_bits=input_bits,
+        activation_bits=activation_bits,
+        output_bits=output_bits,
+        weight_bits=weight_bits,
+    )
+    return AkidaNetwork(net, source=model)
 
 
 class AkidaBackend(ChipCompiler):
@@ -60,13 +104,13 @@ class AkidaBackend(ChipCompiler):
     @staticmethod
     def hardware() -> list[str]:
         """Akida chips attached to this machine (empty: the software engine runs everything)."""
-        from hybridai.neuromorphic.akida.engine import import_akida
+        from hybridai.neuromorphic.akida.network import import_akida
 
         return [str(d) for d in import_akida().devices()]
 
     @property
     def capabilities(self) -> ChipCapabilities:
-        from hybridai.neuromorphic.akida.engine import import_akida
+        from hybridai.neuromorphic.akida.network import import_akida
         from hybridai.neuromorphic.akida.plan import ACCEPTS, SUPPORTED
 
         akida = import_akida()
@@ -83,21 +127,9 @@ class AkidaBackend(ChipCompiler):
             },
         )
 
-    def compile(self, model: Any, *, calibration: Any = None) -> Any:
-        """An ``AkidaNetwork`` for ``model``; ``calibration`` (a float batch in the model's input layout,
-        [N, F] or [N, C, H, W]) sets the activation ranges and is required."""
-        from hybridai.neuromorphic import akida as akida_net
-        from hybridai.neuromorphic.akida.plan import check_model
-
-        check_model(model)  # a model error first: it is the one to fix before any calibration helps
-        if calibration is None:
-            raise invalid(
-                "calibration",
-                None,
-                "a float tensor batch in the model's input layout ([N, F] or [N, C, H, W]); "
-                "Akida's fixed-point activations need their ranges",
-            )
-        return akida_net.compile(model, calibration, **self.options)
+    def compile(self, model: Any, *, calibration: Any = None) -> AkidaNetwork:
+        """``akida.compile(model, calibration=..., **options)`` with this backend's number formats."""
+        return compile(model, calibration=calibration, **self.options)
 
     def describe(self) -> str:
         """One line: engine, hardware found and the number formats."""

@@ -13,8 +13,9 @@ Number formats (``shared/reference/akida.md``):
 - requantization: ``code = round_half_up(acc * output_scales / 2^k)`` (``output_shift = -k``) with the
   activation scale of each layer taken from the largest activation seen on the calibration batch.
 
-``akida.integer_reference`` computes the same network with Akida's integer semantics. Everything here is
-torch layout (NCHW, torch's flatten order); ``engine`` converts.
+``quantize(model, calibration)`` gives the ``AkidaIntegerNetwork`` (the plan); ``network.AkidaNetwork`` runs it
+and ``akida.integer_reference`` computes the same network with Akida's integer semantics. Everything here is
+torch layout (NCHW, torch's flatten order); ``network`` converts.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
 from torch import nn
 
 from hybridai.core.errors import ConfigError, ShapeError, invalid
+from hybridai.neuromorphic.nodes import module_of
 from hybridai.spiking.graph import LayerGraph, LayerNode, lower
 
 BITS = (1, 2, 4, 8)
@@ -158,8 +160,10 @@ class _Block:
         return self.node.label
 
     @property
-    def module(self) -> nn.Module:
-        return self.node.module
+    def module(self) -> nn.Linear | nn.Conv2d:
+        module = self.node.module
+        assert isinstance(module, nn.Linear | nn.Conv2d), f"{self.node.where}: a block starts at a Linear or Conv2d"
+        return module
 
 
 def _pool_geometry(name: str, pool: nn.MaxPool2d) -> tuple[int, int]:
@@ -185,7 +189,7 @@ def _parse(model: nn.Module) -> tuple[LayerGraph, list[_Block]]:
     found: list[_Block] = []
     flattened = False
     for position, node in enumerate(graph):
-        name, module, prev = node.label, node.module, found[-1] if found else None
+        name, prev = node.label, found[-1] if found else None
         if node.time_distributed:
             raise invalid(node.where, f"TimeDistributed({node.type_name})", "layers unwrapped: Akida runs frames")
         if node.kind in ("dense", "conv"):
@@ -201,7 +205,7 @@ def _parse(model: nn.Module) -> tuple[LayerGraph, list[_Block]]:
                     f"layer {name} follows a Conv2d without nn.Flatten; accepted: an nn.Flatten() between"
                 )
             if node.kind == "conv":
-                _conv_geometry(name, module)
+                _conv_geometry(name, module_of(node, nn.Conv2d))
             first_dense = flattened and not any(b.node.kind == "dense" for b in found)
             found.append(_Block(node, first_dense, last=position))
         elif node.kind == "relu":
@@ -217,12 +221,13 @@ def _parse(model: nn.Module) -> tuple[LayerGraph, list[_Block]]:
                     f"layer {name} does not follow a Conv2d (or its ReLU); accepted: one MaxPool2d right after a "
                     "Conv2d or its ReLU (Akida pools inside Conv2D)"
                 )
-            _pool_geometry(name, module)
+            _pool_geometry(name, module_of(node, nn.MaxPool2d))
             prev.pool, prev.last = node, position
         else:  # flatten
-            if (module.start_dim, module.end_dim) != (1, -1) or flattened:
+            flatten = module_of(node, nn.Flatten)
+            if (flatten.start_dim, flatten.end_dim) != (1, -1) or flattened:
                 raise ConfigError(
-                    f"layer {name} (Flatten(start_dim={module.start_dim}, end_dim={module.end_dim})); accepted: "
+                    f"layer {name} (Flatten(start_dim={flatten.start_dim}, end_dim={flatten.end_dim})); accepted: "
                     "one nn.Flatten() with the default dims, before the first Linear"
                 )
             flattened = True
@@ -391,7 +396,9 @@ def _quantize_block(
     )
 
 
-def _quantize_weights(module: nn.Module, in_scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _quantize_weights(
+    module: nn.Linear | nn.Conv2d, in_scale: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(int8 weights as int64, float scale per output channel, bias in accumulator units, rounded)."""
     w = module.weight.detach().to(torch.float64).cpu()
     b = module.bias.detach().to(torch.float64).cpu() if module.bias is not None else torch.zeros(w.shape[0])
@@ -401,9 +408,20 @@ def _quantize_weights(module: nn.Module, in_scale: float) -> tuple[torch.Tensor,
     return wq, w_scale, torch.round(b / (in_scale * w_scale))
 
 
+class _ChannelVariables(TypedDict):
+    """The int64 per-channel variables of a ``QuantizedLayer`` (``_channel_variables``)."""
+
+    bias: torch.Tensor
+    bias_shift: torch.Tensor
+    output_scales: torch.Tensor
+    output_shift: torch.Tensor
+    max_value: torch.Tensor
+    max_value_shift: torch.Tensor
+
+
 def _channel_variables(
     bias: torch.Tensor, fan_bound: torch.Tensor, requant: torch.Tensor, relu: bool, code_max: int
-) -> dict[str, torch.Tensor]:
+) -> _ChannelVariables:
     """Per output channel: the bias as an int8 mantissa and shift, and the requantization of ``code = acc *
     requant`` (``_requant``) bounded by the largest accumulator (``fan_bound`` plus the bias)."""
     names = ("bias", "bias_shift", "output_scales", "output_shift", "max_value", "max_value_shift")
@@ -417,26 +435,36 @@ def _channel_variables(
         row = (mantissa, shift, *_requant(float(requant[c]), bound, relu, code_max))
         for n, v in zip(names, row, strict=True):
             values[n].append(v)
-    return {n: torch.tensor(v, dtype=torch.int64) for n, v in values.items()}
+    as_int64 = {n: torch.tensor(v, dtype=torch.int64) for n, v in values.items()}
+    return _ChannelVariables(
+        bias=as_int64["bias"],
+        bias_shift=as_int64["bias_shift"],
+        output_scales=as_int64["output_scales"],
+        output_shift=as_int64["output_shift"],
+        max_value=as_int64["max_value"],
+        max_value_shift=as_int64["max_value_shift"],
+    )
 
 
 def _geometry(block: _Block, shape: tuple[int, ...]) -> dict[str, Any]:
     """kind, stride, padding, pooling and output shape of a block whose input has ``shape`` (per sample)."""
-    name, module = block.name, block.module
+    name = block.name
     if block.node.kind == "dense":
-        if math.prod(shape) != module.in_features:
+        linear = module_of(block.node, nn.Linear)
+        if math.prod(shape) != linear.in_features:
             raise ShapeError(
-                f"layer {name} has in_features={module.in_features} but receives {math.prod(shape)} values "
+                f"layer {name} has in_features={linear.in_features} but receives {math.prod(shape)} values "
                 f"(shape {shape}); accepted: a model whose layers fit the calibration batch"
             )
-        return {"kind": "dense", "out_shape": (module.out_features,)}
-    k, stride, pad = _conv_geometry(name, module)
+        return {"kind": "dense", "out_shape": (linear.out_features,)}
+    conv = module_of(block.node, nn.Conv2d)
+    k, stride, pad = _conv_geometry(name, conv)
     _, h, wd = shape
-    out_shape = (module.out_channels, (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1)
+    out_shape = (conv.out_channels, (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1)
     geometry = {"kind": "conv", "stride": stride, "padding": pad, "out_shape": out_shape}
     if block.pool is None:
         return geometry
-    pool, pool_stride = _pool_geometry(block.pool.label, block.pool.module)
+    pool, pool_stride = _pool_geometry(block.pool.label, module_of(block.pool, nn.MaxPool2d))
     pooled = tuple((n - pool) // pool_stride + 1 for n in out_shape[1:])
     # Akida pools VALID after a VALID conv and TF-SAME after a SAME one: exact where SAME pads nothing
     same = tuple(-(-n // pool_stride) for n in out_shape[1:])

@@ -1,8 +1,12 @@
 """Backend family ``loihi``: trained spiking networks on an emulated Loihi 1 chip.
 
+Every chip package has the same shape: ``plan`` (trained model -> the chip's registers), ``network`` (the
+runner, a ``CompiledNetwork``), ``backend`` (this module: the verb ``compile`` and the registry class).
+
 ``compile(model)`` quantizes an ``nn.Sequential`` of ``[nn.Linear, LIF | CUBA]`` pairs (reset to zero,
-optionally ending in a decoder) to Loihi 1 registers (``hybridai.neuromorphic.loihi.quantize``) and
-returns a ``LoihiNetwork`` that runs on hybridai's bit-exact integer emulator, batched in torch.
+optionally ending in a decoder) to Loihi 1 registers (``plan.plan``) and returns a ``LoihiNetwork``
+(``network``) that runs on hybridai's bit-exact integer emulator, batched in torch. ``LoihiBackend.compile``
+calls it with the backend's options.
 
 Target: none (the emulator). A real board (through NxSDK or Lava on Intel's cloud) would come as a
 plugin family with its own target; nothing here talks to hardware.
@@ -17,23 +21,34 @@ chip computes with ``loihi.fake_quantize``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hybridai.core.capabilities import ChipCapabilities
 from hybridai.core.contracts import ChipCompiler
-from hybridai.core.errors import invalid
+from hybridai.neuromorphic.fixed_point import check_device, check_emulator
+
+if TYPE_CHECKING:
+    import torch
+
+    from hybridai.neuromorphic.loihi.network import LoihiNetwork
 
 OPTIONS = ("quirks", "device")
 
 
-def check_emulator(family: str, target: str | None, options: dict[str, Any], accepted: tuple[str, ...]) -> None:
-    """Refuse a target (an emulator family has none) and options outside ``accepted``."""
-    if target is not None:
-        raise invalid(
-            "backend", f"{family}:{target}", f"'{family}' (the emulator; a real board would come as a plugin family)"
-        )
-    if options:
-        raise invalid("options", sorted(options), f"only {accepted}")
+def compile(  # noqa: A001  (the chip compiler's verb)
+    model: Any, *, calibration: Any = None, quirks: str = "nengo", device: str | torch.device = "cpu"
+) -> LoihiNetwork:
+    """Quantize ``model`` to Loihi 1 registers (``plan.plan``) and return the runnable ``LoihiNetwork``.
+
+    ``calibration``: optional input spike counts ``[T, B, F]``; its largest count bounds the first
+    layer's worst-case input when choosing the weight exponent (binary spikes are assumed without it).
+    ``quirks``: ``"nengo"`` or ``"lava"``; ``device``: where the emulator runs (``"cpu"``, ``"cuda"``, ``"cuda:N"``).
+    """
+    from hybridai.neuromorphic.loihi.network import LoihiNetwork
+    from hybridai.neuromorphic.loihi.plan import plan
+
+    planned = plan(model, quirks=quirks, calibration=calibration)
+    return LoihiNetwork(planned.layers, planned.decoder, quirks, check_device(device), planned.dtype)
 
 
 class LoihiBackend(ChipCompiler):
@@ -43,7 +58,6 @@ class LoihiBackend(ChipCompiler):
         self, target: str | None = None, *, quirks: str = "nengo", device: Any = "cpu", **options: Any
     ) -> None:
         from hybridai.neuromorphic.loihi.compartments import check_quirks
-        from hybridai.neuromorphic.loihi.plan import check_device
 
         check_emulator("loihi", target, options, OPTIONS)
         self.quirks = check_quirks(quirks)
@@ -71,8 +85,6 @@ class LoihiBackend(ChipCompiler):
             },
         )
 
-    def compile(self, model: Any, *, calibration: Any = None) -> Any:
-        """Quantize ``model`` and return a ``LoihiNetwork`` (a ``CompiledNetwork``) on the emulator."""
-        from hybridai.neuromorphic.loihi.plan import quantize
-
-        return quantize(model, quirks=self.quirks, calibration=calibration, device=self.device)
+    def compile(self, model: Any, *, calibration: Any = None) -> LoihiNetwork:
+        """``loihi.compile(model, calibration=..., quirks=..., device=...)`` with this backend's options."""
+        return compile(model, calibration=calibration, quirks=self.quirks, device=self.device)

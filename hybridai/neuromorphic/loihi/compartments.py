@@ -19,15 +19,15 @@ batch at once. The rules are those of ``shared/reference/loihi.md``, checked aga
     mantissas lose their least significant bit (``(w >> 1) << 1``), [0, 255] all excitatory,
     [-255, 0] all inhibitory; the weight exponent shifts the summed input (floor for negative).
 
-Both: ``decay(x, d, off) = sign(x) * ((|x| * (4096 - off - d)) >> 12)`` (rounds toward zero) with
-offset 1 for u and 0 for v; spike when ``v > vth_mant << 6`` (strict); reset v to 0; one input spike
-through weight mantissa ``w`` adds ``w << (6 + weight_exp)`` to q. Synaptic delay: both references
-deliver a spike one step after it is sent (nengo-loihi's input queue, Lava's Dense outputs the
-previous step's accumulation), so ``run_network`` feeds layer l at step t with layer l-1's spikes
-of step t-1.
+Both: ``decay(x, d, off) = sign(x) * ((|x| * (4096 - off - d)) >> 12)`` (rounds toward zero;
+``hybridai.neuromorphic.fixed_point.decay``) with offset 1 for u and 0 for v; spike when
+``v > vth_mant << 6`` (strict); reset v to 0; one input spike through weight mantissa ``w`` adds
+``w << (6 + weight_exp)`` to q. Synaptic delay: both references deliver a spike one step after it is
+sent (nengo-loihi's input queue, Lava's Dense outputs the previous step's accumulation), so
+``run_network`` feeds layer l at step t with layer l-1's spikes of step t-1.
 
-Quantizing trained models (``plan``), synapses (``synapses``) and fake-quantized training
-(``training``) are built on these compartments in their own modules of this package.
+Registers from trained models (``plan``), synapses (``synapses``), the runner (``network``) and
+fake-quantized training (``training``) are built on these compartments in their own modules of this package.
 """
 
 from __future__ import annotations
@@ -41,12 +41,12 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import ShapeError, invalid
-from hybridai.neuromorphic.loihi.fixed_point import abs_max, count_entering, lava_wrap_f64, scalar, wrap_f64
+from hybridai.neuromorphic.fixed_point import check_integer, wrap_f64
+from hybridai.neuromorphic.loihi.float_lanes import abs_max, count_entering, lava_wrap_f64, scalar
 
 QUIRKS = ("nengo", "lava")
 V_LIMIT = (1 << 23) - 1  # Lava's voltage clip, and the widest vmin/vmax nengo-loihi can express
 WEIGHT_EXP_RANGE = (-8, 7)
-DEVICE_TYPES = ("cpu", "cuda")  # where the emulators run (a meta tensor has no values)
 
 # register: (low, high) inclusive
 RANGES: dict[str, tuple[int, int]] = {
@@ -67,7 +67,7 @@ def _register_tensor(name: str, value: Any) -> torch.Tensor:
     low, high = RANGES[name]
     accepted = f"an int or integer tensor (per compartment) in [{low}, {high}]"
     if isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_):
-        if not low <= value <= high:
+        if not low <= int(value) <= high:  # int(): exact, and numbers.Integral declares no order
             raise invalid(name, value, accepted)
         return torch.tensor(int(value), dtype=torch.int64)
     if not torch.is_tensor(value):
@@ -126,22 +126,6 @@ def check_quirks(quirks: Any) -> str:
     if not isinstance(quirks, str) or quirks not in QUIRKS:
         raise invalid("quirks", quirks, f"one of {QUIRKS} (nengo-loihi's or Lava's rules where they differ)")
     return quirks
-
-
-def decay(x: torch.Tensor, d: torch.Tensor | int, offset: int) -> torch.Tensor:
-    """``sign(x) * ((|x| * (4096 - offset - d)) >> 12)``: multiplies by the decay, rounding toward zero."""
-    return torch.div(x * (4096 - offset - d), 4096, rounding_mode="trunc")
-
-
-def wrap(x: torch.Tensor, bits: int) -> torch.Tensor:
-    """Two's-complement wrap of ``x`` to a signed (bits + 1)-bit integer."""
-    half = 1 << bits
-    return ((x + half) & (2 * half - 1)) - half
-
-
-def int32(x: torch.Tensor) -> torch.Tensor:
-    """``x`` wrapped to a signed 32-bit integer, as numpy int32 arithmetic wraps in Lava's models."""
-    return wrap(x, 31)
 
 
 class Compartments:
@@ -296,8 +280,10 @@ class _Loop:
         # registers shared by every compartment act as Python numbers (no broadcast tensor)
         self.vth, self.bias = scalar(group.vth), scalar(group.bias)
         self.vmin, self.vmax = group.vmin, group.vmax
+        # shared voltage limits as a pair of numbers (clamp_ takes two tensors or two numbers), else None
+        self.v_limits: tuple[float, float] | None = None
         if group.vmin.numel() == group.vmax.numel() == 1:
-            self.vmin, self.vmax = group.vmin.item(), group.vmax.item()
+            self.v_limits = (group.vmin.item(), group.vmax.item())
         self.uv = torch.zeros(2, batch, n, dtype=f64, device=device)  # u and v, decayed by one multiply
         # truncation toward zero as a round trip through int32 (C's conversion truncates; vectorised on every
         # CPU, where torch's trunc_ on float64 is 8x slower on some): exact, since |u| < 2^24 after its wrap
@@ -340,7 +326,10 @@ class _Loop:
             if biased:
                 v.add_(self.bias)  # exact integer sums: the same as adding u + bias (nengo) or bias to v (Lava)
         if guards.clip:
-            v.clamp_(self.vmin, self.vmax)
+            if self.v_limits is not None:
+                v.clamp_(*self.v_limits)
+            else:
+                v.clamp_(self.vmin, self.vmax)
         counter = refractory.counter
         if refractory.hold:  # held at 0 the step after a spike
             v.addcmul_(v, spiked, value=-1.0)
@@ -357,6 +346,7 @@ class _Loop:
             if isinstance(refractory.rest, float):
                 counter.add_(spiked, alpha=refractory.rest)
             else:
+                assert refractory.rest is not None  # set with the counter (Compartments._refractory)
                 counter.addcmul_(spiked, refractory.rest)
         if "u" in self.traces:
             self.traces["u"][t] = u
@@ -374,9 +364,11 @@ class _Activity:
         self.steps, self.first_biased, self.stale_v = steps, first_biased, stale_v
         self.counted = torch.zeros((), dtype=f64, device=device)
         self.scratch = torch.empty(batch, group.n, dtype=f64, device=device)
-        self.unbiased = (group.bias == 0).nonzero().flatten() if group.bias.numel() > 1 else None
-        self.gather = self.unbiased is not None and 0 < self.unbiased.numel() and first_biased < steps
-        if self.gather:
+        unbiased = (group.bias == 0).nonzero().flatten() if group.bias.numel() > 1 else None
+        gather = unbiased is not None and 0 < unbiased.numel() and first_biased < steps
+        # the compartments without a bias, whose u, v and q are gathered while the biases act (None: no gathering)
+        self.unbiased = unbiased if gather else None
+        if self.unbiased is not None:
             self.gathered_uv = torch.empty(
                 steps - first_biased, 2, batch, self.unbiased.numel(), dtype=f64, device=device
             )
@@ -389,7 +381,7 @@ class _Activity:
         if t < self.first_biased:
             spiked = loop.spiked if self.stale_v else None
             self.counted += count_entering(loop.u, loop.v, q_t, spiked, self.scratch)
-        elif self.gather:
+        elif self.unbiased is not None:
             row = t - self.first_biased
             torch.index_select(loop.uv, 2, self.unbiased, out=self.gathered_uv[row])
             if q_t is not None:
@@ -402,7 +394,7 @@ class _Activity:
         """The active updates of the run whose spikes are ``spikes`` ``[T, B, N]``."""
         first, steps = self.first_biased, self.steps
         active = (steps - first) * self.bias_active + int(self.counted)
-        if not self.gather:
+        if self.unbiased is None:
             return active
         entering = self.gathered_uv[:, 0] != 0
         v_entering = self.gathered_uv[:, 1] != 0
@@ -415,39 +407,6 @@ class _Activity:
         if self.gathered_q is not None:
             entering |= self.gathered_q != 0
         return active + int(entering.sum())
-
-
-def check_integer(x: Any, argument: str, *, rank: int | None = 3, non_negative: bool = False) -> torch.Tensor:
-    """``x`` as int64 if it holds integers (any dtype whose values are whole numbers), else a ShapeError."""
-    dims = {3: " [T, B, N]", 2: " [N, F]"}.get(rank or 0, "")
-    what = "a torch.Tensor of integers" + (f" with {rank} dimensions{dims}" if rank else "")
-    if not torch.is_tensor(x):
-        raise invalid(argument, type(x).__name__, what, ShapeError)
-    if x.device.type not in DEVICE_TYPES:  # a meta tensor has no values to emulate
-        raise invalid(f"{argument}.device", str(x.device), "a tensor on the CPU or a CUDA device", ShapeError)
-    if rank is not None and (x.ndim != rank or 0 in x.shape):
-        raise invalid(f"{argument}.shape", tuple(x.shape), f"a non-empty tensor with {rank} dimensions", ShapeError)
-    if x.is_complex():
-        raise invalid(f"{argument}.dtype", x.dtype, "an integer, bool or real dtype holding whole numbers", ShapeError)
-    if x.is_floating_point():
-        bad = ~torch.isfinite(x) | (x != torch.round(x))
-        if bad.any():
-            raise invalid(
-                argument,
-                f"tensor with non-integer value {x[bad].flatten()[0].item()!r}",
-                "whole numbers (integer spike counts per time bin, e.g. event bins)",
-                ShapeError,
-            )
-    if x.numel() and (x.is_floating_point() or x.dtype == getattr(torch, "uint64", None)):
-        values = x.detach() if x.is_floating_point() else x.detach().double()  # torch has few uint64 kernels
-        low, high = torch.aminmax(values)  # int64 conversion would wrap values beyond 2^63 silently
-        largest = max(abs(float(low)), abs(float(high)))
-        if largest >= 2.0**63:
-            raise invalid(argument, f"tensor with |values| up to {largest:.4g}", "integers below 2^63", ShapeError)
-    x = x.to(torch.int64)
-    if non_negative and (x < 0).any():
-        raise invalid(argument, f"tensor with minimum {int(x.min())}", "non-negative spike counts", ShapeError)
-    return x
 
 
 def run_compartments(config: CompartmentConfig, q: torch.Tensor, quirks: str = "nengo") -> Trace:

@@ -1,9 +1,10 @@
-"""Quantize a trained hybridai spiking model to Loihi 1 registers and run it on the integer emulator.
+"""Registers of Loihi 1 from a trained hybridai spiking model: what the chip is told to compute.
 
-``quantize(model)`` takes an ``nn.Sequential`` of ``[nn.Linear, LIF | CUBA]`` pairs (reset to zero),
+``plan(model)`` takes an ``nn.Sequential`` of ``[nn.Linear, LIF | CUBA]`` pairs (reset to zero),
 optionally ending in a decoder (``SpikeCountDecoder``, ``RateDecoder``, ``MembraneDecoder``), and
-returns a ``LoihiNetwork``: one ``LoihiLayer`` (synapses + compartments) per pair, run by
-``LoihiNetwork.run(x)`` on time-major non-negative integer spike counts ``[T, B, F]``.
+returns a ``LoihiPlan``: one ``LoihiLayerPlan`` (weight mantissas, exponent, compartment registers) per
+pair, the decoder the host applies and the float model's dtype. ``network.LoihiNetwork`` runs it;
+``backend.compile`` is both in one call.
 
 Mapping of one pair (units: a float membrane value ``U`` is ``U * scale`` integer units on the chip):
 
@@ -26,25 +27,20 @@ Mapping of one pair (units: a float membrane value ``U`` is ``U * scale`` intege
   ``bias_mant << bias_exp`` with the smallest exponent that fits; decays clipped to 0..4095
   (beta = 0 gives dv = 4095, a factor 1/4096).
 * voltage limits: ``vmin_exp = 23``, ``vmax_exp = 7`` (v in +-(2^23 - 1), as wide as the float model allows).
-
-Time: the chip delivers every spike one step late, so the output of layer L at chip step t + L is
-the float model's step t. ``run`` simulates T + L steps (input padded with L zero steps) and drops
-the first L output steps; ``ChipRun.latency_steps = L`` and ``time_steps = T + L`` (every layer is
-updated on every simulated step, and so counted).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
-from hybridai.core.chip import ChipRun, CompiledNetwork, LayerActivity
-from hybridai.core.errors import BackendUnavailableError, ConfigError, ShapeError, invalid
-from hybridai.neuromorphic.loihi.compartments import CompartmentConfig, check_integer, check_quirks
-from hybridai.neuromorphic.loihi.synapses import LoihiLayer, run_network
+from hybridai.core.errors import ConfigError, invalid
+from hybridai.neuromorphic.fixed_point import check_integer
+from hybridai.neuromorphic.loihi.compartments import CompartmentConfig, check_quirks
+from hybridai.neuromorphic.nodes import module_of, neuron_of
 from hybridai.spiking.graph import LayerNode, lower
 from hybridai.spiking.neurons import CUBA, LIF
 
@@ -69,11 +65,11 @@ class Pair:
 
     @property
     def linear(self) -> nn.Linear:
-        return self.dense.module
+        return module_of(self.dense, nn.Linear)
 
     @property
     def neuron(self) -> LIF | CUBA:
-        return self.spiking.module
+        return neuron_of(self.spiking)
 
     @property
     def name(self) -> str:
@@ -131,8 +127,8 @@ def _check_pair(pair: Pair, quirks: str, last: bool) -> None:
         if tensor is not None and not bool(torch.isfinite(tensor.detach()).all()):
             raise invalid(f"{linear} {name}", "a tensor containing NaN or inf", "finite values")
     for name in ("alpha", "beta", "threshold"):
-        tensor = getattr(neuron, name, None)
-        if tensor is not None and not bool(torch.isfinite(tensor.detach()).all()):
+        learnt: torch.Tensor | None = getattr(neuron, name, None)
+        if learnt is not None and not bool(torch.isfinite(learnt.detach()).all()):
             raise invalid(f"{where} {name}", "a tensor containing NaN or inf (learnt)", "finite values")
     if (neuron.threshold.detach() <= 0).any():
         raise invalid(
@@ -277,30 +273,6 @@ class _WeightScale:
         return 0 if fits_registers is not None else -1
 
 
-def check_device(spec: Any) -> torch.device:
-    """``spec`` as a torch device the emulator can run on here (the CPU or an existing CUDA device)."""
-    accepted = "a torch device string: 'cpu', 'cuda' or 'cuda:N'"
-    if not isinstance(spec, str | torch.device):
-        raise invalid("device", spec, accepted)
-    try:
-        device = torch.device(spec)
-    except (RuntimeError, ValueError):
-        raise invalid("device", spec, accepted) from None
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise BackendUnavailableError(
-                f"device={spec!r}: CUDA is not available on this machine (torch.cuda.is_available() is False); "
-                "accepted here: 'cpu'"
-            )
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise BackendUnavailableError(
-                f"device={spec!r}: this machine has {torch.cuda.device_count()} CUDA device(s)"
-            )
-    elif device.type != "cpu":
-        raise invalid("device", spec, accepted)
-    return device
-
-
 def max_count_of(calibration: Any) -> float:
     """The largest input spike count in ``calibration`` (1 when None: binary spikes assumed)."""
     if calibration is None:
@@ -309,136 +281,24 @@ def max_count_of(calibration: Any) -> float:
     return float(max(int(counts.max()), 1))
 
 
-class LoihiNetwork(CompiledNetwork):
-    """A model quantized to Loihi 1 registers, run on the bit-exact integer emulator.
+class LoihiPlan(NamedTuple):
+    """What ``plan`` derives from a model: registers per pair, the decoder (None without), the float dtype."""
 
-    ``run(x)`` takes non-negative integer spike counts ``[T, B, F]`` (any dtype holding whole numbers)
-    and returns a ``ChipRun`` whose outputs have the float model's layout and units.
-    """
-
-    backend = "loihi"
-
-    def __init__(
-        self,
-        plans: list[LoihiLayerPlan],
-        decoder: nn.Module | None,
-        quirks: str,
-        device: torch.device,
-        dtype: torch.dtype,
-    ) -> None:
-        self.plans = plans
-        self.layers = [LoihiLayer(p.weights.to(device), p.weight_exp, p.config(), p.name) for p in plans]
-        self.decoder = decoder
-        self.quirks = quirks
-        self.device = device
-        self.dtype = dtype
-        self.n_inputs = plans[0].weights.shape[1]
-
-    @property
-    def latency_steps(self) -> int:
-        return len(self.plans)
-
-    def _check_input(self, x: Any) -> torch.Tensor:
-        if not torch.is_tensor(x) or x.ndim != 3 or x.shape[2] != self.n_inputs or 0 in x.shape:
-            shown = tuple(x.shape) if torch.is_tensor(x) else type(x).__name__
-            raise invalid("x.shape", shown, f"[T, B, {self.n_inputs}] time-major spike counts (T, B >= 1)", ShapeError)
-        return check_integer(x, "x", non_negative=True)
-
-    def trace(self, x: torch.Tensor) -> list[dict[str, torch.Tensor]]:
-        """Per layer, aligned to the float model's clock ``[T, B, N]``: ``spikes`` (float), ``membrane``
-        (v before reset, float units), ``v`` and ``v_pre`` (integers); plus the raw runs under ``"run"``."""
-        counts = self._check_input(x).to(self.device)
-        steps, latency = counts.shape[0], self.latency_steps
-        padded = torch.cat([counts, counts.new_zeros(latency, *counts.shape[1:])])
-        runs = run_network(self.layers, padded, self.quirks)
-        out = []
-        for index, (plan, run) in enumerate(zip(self.plans, runs, strict=True), start=1):
-            window = slice(index, index + steps)
-            out.append(
-                {
-                    "spikes": run.spikes[window].to(self.dtype),
-                    "membrane": (run.v_pre[window].double() / plan.scale).to(self.dtype),
-                    "v": run.v[window],
-                    "v_pre": run.v_pre[window],
-                    "run": run,
-                }
-            )
-        return out
-
-    def run(self, x: torch.Tensor) -> ChipRun:
-        """Run a batch and count the chip's events over all T + L simulated steps."""
-        traced = self.trace(x)
-        steps, batch = x.shape[0], x.shape[1]
-        last = traced[-1]
-        outputs = last["membrane"] if self.plans[-1].output == "membrane" else last["spikes"]
-        if self.decoder is not None:
-            outputs = self.decoder(outputs)
-        layers = []
-        simulated = steps + self.latency_steps
-        for plan, layer in zip(self.plans, traced, strict=True):
-            run, n = layer["run"], plan.weights.shape[0]
-            layers.append(
-                LayerActivity(
-                    name=plan.name,
-                    neurons=n,
-                    spikes=int(run.spikes.sum()),
-                    synaptic_ops=run.synaptic_ops,
-                    neuron_updates=n * simulated * batch,
-                    active_updates=run.active,
-                )
-            )
-        return ChipRun(
-            outputs=outputs.to(x.device),
-            layers=tuple(layers),
-            samples=batch,
-            time_steps=simulated,
-            latency_steps=self.latency_steps,
-        )
-
-    def describe(self) -> list[dict[str, Any]]:
-        """Per layer: kind, size, decays, threshold, weight format, scale and bias."""
-
-        def span(t: torch.Tensor) -> int | tuple[int, int]:
-            low, high = int(t.min()), int(t.max())
-            return low if low == high else (low, high)
-
-        rows = []
-        for p in self.plans:
-            rows.append(
-                {
-                    "layer": p.name,
-                    "kind": f"Loihi 1 CUBA-LIF compartments ({p.kind})",
-                    "neurons": p.weights.shape[0],
-                    "inputs": p.weights.shape[1],
-                    "du": span(p.du),
-                    "dv": span(p.dv),
-                    "vth_mant": span(p.vth_mant),
-                    "refractory": p.refractory,
-                    "weight_exp": p.weight_exp,
-                    "weight_mantissa_range": (int(p.weights.min()), int(p.weights.max())),
-                    "weight_bits": f"8-bit signed mantissa, even (7-bit magnitude x 2), quirks={self.quirks!r}",
-                    "scale": p.scale,
-                    "bias_mant": span(p.bias_mant),
-                    "bias_exp": span(p.bias_exp),
-                    "output": p.output,
-                }
-            )
-        return rows
+    layers: list[LoihiLayerPlan]
+    decoder: nn.Module | None
+    dtype: torch.dtype
 
 
-def quantize(
-    model: Any, *, quirks: str = "nengo", calibration: Any = None, device: str | torch.device = "cpu"
-) -> LoihiNetwork:
-    """Quantize ``model`` to Loihi 1 registers (see the module docstring) and return the runnable network.
+def plan(model: Any, *, quirks: str = "nengo", calibration: Any = None) -> LoihiPlan:
+    """Registers for every pair of ``model`` (see the module docstring) under ``quirks``.
 
     ``calibration``: optional input spike counts ``[T, B, F]``; its largest count bounds the first
     layer's worst-case input when choosing the weight exponent (binary spikes are assumed without it).
     """
     pairs, decoder = parse(model, quirks)
     max_count = max_count_of(calibration)
-    plans = [plan_pair(pair, max_count if i == 0 else 1.0) for i, pair in enumerate(pairs)]
-    dtype = pairs[0].linear.weight.dtype
-    return LoihiNetwork(plans, decoder, quirks, check_device(device), dtype)
+    layers = [plan_pair(pair, max_count if i == 0 else 1.0) for i, pair in enumerate(pairs)]
+    return LoihiPlan(layers, decoder, pairs[0].linear.weight.dtype)
 
 
-__all__ = ["LoihiLayerPlan", "LoihiNetwork", "check_device", "max_count_of", "parse", "plan_pair", "quantize"]
+__all__ = ["ACCEPTS", "SUPPORTED", "LoihiLayerPlan", "LoihiPlan", "Pair", "max_count_of", "parse", "plan", "plan_pair"]

@@ -14,13 +14,8 @@ from typing import Any, NamedTuple
 import torch
 
 from hybridai.core.errors import ShapeError, bounded_int, invalid
-from hybridai.neuromorphic.loihi.compartments import (
-    WEIGHT_EXP_RANGE,
-    CompartmentConfig,
-    Compartments,
-    check_integer,
-    check_quirks,
-)
+from hybridai.neuromorphic.fixed_point import check_integer
+from hybridai.neuromorphic.loihi.compartments import WEIGHT_EXP_RANGE, CompartmentConfig, Compartments, check_quirks
 
 
 def weight_range(quirks: str, weights: torch.Tensor | None = None) -> tuple[int, int, str]:
@@ -93,6 +88,7 @@ def _synapses(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int, quir
     The weighted sum is a float matmul (CUDA has no int64 matmul), float32 when every partial sum stays
     below 2^24 before the power-of-two scaling folded into ``matrix`` (then exact: scaling by 2^k commutes
     with rounding), float64 otherwise."""
+    after: int | None
     if quirks == "nengo":  # per weight: (w7 shifted by 1 + weight_exp, floor when negative), then << 6
         w7, s2 = weights >> 1, 1 + weight_exp
         per_spike, after = (w7, s2 + 6) if s2 >= 0 else (w7 >> -s2, 6)

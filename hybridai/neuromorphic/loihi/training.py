@@ -1,6 +1,6 @@
 """Fake-quantized training: the chip's integer dynamics in floating point, with gradients.
 
-``fake_quantize(model)`` wraps a spiking ``nn.Sequential`` (what ``loihi.quantize`` accepts) in a
+``fake_quantize(model)`` wraps a spiking ``nn.Sequential`` (what ``loihi.compile`` accepts) in a
 module whose forward pass computes, in float64 on integer values, exactly what the Loihi emulator
 computes for the quantized network: even 8-bit weight mantissas and a weight exponent, decays
 rounding toward zero, 21/23-bit wraps, voltage clipping, strict threshold, reset to zero, and the
@@ -27,8 +27,9 @@ import torch
 from torch import nn
 
 from hybridai.core.errors import ShapeError, invalid
-from hybridai.neuromorphic.loihi.compartments import V_LIMIT, check_integer, check_quirks
-from hybridai.neuromorphic.loihi.fixed_point import lava_wrap_f64, wrap_f64
+from hybridai.neuromorphic.fixed_point import check_integer, wrap_f64
+from hybridai.neuromorphic.loihi.compartments import V_LIMIT, check_quirks
+from hybridai.neuromorphic.loihi.float_lanes import lava_wrap_f64
 from hybridai.neuromorphic.loihi.plan import LoihiLayerPlan, max_count_of, parse, plan_pair
 from hybridai.spiking.surrogate import Surrogate
 
@@ -66,9 +67,9 @@ class FakeQuantized(nn.Module):
     """``model`` computing the Loihi emulator's integer dynamics, trainable (see the module docstring).
 
     Args:
-        model: what ``loihi.quantize`` accepts; its parameters are shared (trained in place).
+        model: what ``loihi.compile`` accepts; its parameters are shared (trained in place).
         quirks: ``"nengo"`` or ``"lava"``, as for the emulator.
-        calibration: optional input counts bounding the first layer's input (as for ``quantize``).
+        calibration: optional input counts bounding the first layer's input (as for ``compile``).
     """
 
     def __init__(self, model: nn.Module, *, quirks: str = "nengo", calibration: Any = None) -> None:
@@ -79,7 +80,7 @@ class FakeQuantized(nn.Module):
         self.max_count = max_count_of(calibration)
 
     def plans(self) -> list[LoihiLayerPlan]:
-        """The registers the current parameters quantize to (what ``loihi.quantize`` would deploy)."""
+        """The registers the current parameters quantize to (what ``loihi.compile`` would deploy)."""
         pairs, _ = parse(self.model, self.quirks)
         return [plan_pair(p, self.max_count if i == 0 else 1.0) for i, p in enumerate(pairs)]
 

@@ -3,8 +3,8 @@
 Semantics from lava-nc/lava ``src/lava/proc/atrlif/process.py`` (``ATRLIF``: the intended equations) and
 ``src/lava/proc/atrlif/models.py`` (``PyATRLIFModelFixed``, what the fixed-point model computes; commit b6822fb),
 read and rewritten here. Decays are integers ``d`` in units of 2^-12 (Lava's fraction ``delta`` times 4096);
-``decay(x, d, offset) = trunc(x (2^12 - offset - d) / 2^12)`` (``loihi.compartments.decay``, rounding
-toward zero). States start at ``i = v = r = 0``, ``theta = theta_0 << 6``. Per neuron and step ``t``, on
+``decay(x, d, offset) = trunc(x (2^12 - offset - d) / 2^12)`` (``hybridai.neuromorphic.fixed_point.decay``,
+rounding toward zero). States start at ``i = v = r = 0``, ``theta = theta_0 << 6``. Per neuron and step ``t``, on
 integer input ``a_in[t]``:
 
 1. current: ``i = fold24(int32(decay(i, d_i, 1) + (a_in[t] << 6)))``, where ``fold24`` subtracts 2^24
@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 import torch
 
 from hybridai.core.errors import bounded_int, invalid
-from hybridai.neuromorphic.loihi.compartments import check_integer, decay, int32
+from hybridai.neuromorphic.fixed_point import check_integer, decay, int32
 from hybridai.neuromorphic.loihi2.registers import integer_register, per_neuron
 
 ONE = 2**12  # decays are fractions of 2^12

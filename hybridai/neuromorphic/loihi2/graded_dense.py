@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from hybridai.core.errors import ShapeError, bounded_int, invalid
-from hybridai.neuromorphic.loihi.compartments import check_integer, wrap
+from hybridai.neuromorphic.fixed_point import check_integer, wrap
 
 SIGN_MODES = ("mixed", "excitatory", "inhibitory")
 

@@ -1,6 +1,6 @@
-"""A trained sigma-delta network compiled to Loihi 2 registers and run on the integer emulator.
+"""Registers of Loihi 2 from a trained sigma-delta network: what the chip is told to compute.
 
-``compile_network(model)`` takes an ``nn.Sequential``::
+``plan(model)`` takes an ``nn.Sequential``::
 
     SigmaDelta(input="value" or "delta")      # the input layer: the host sends it integer deltas
     [nn.Linear(bias=False), SigmaDelta] ...   # graded Dense synapses into sigma-delta neurons
@@ -8,7 +8,9 @@
     nn.Linear(bias=False)                     # optional read-out: integer sums read by the host
     SpikeCountDecoder() or RateDecoder()      # optional, after the read-out: sum or mean over time
 
-and returns a ``Loihi2Network`` whose ``run(x)`` takes the float model's input ``[T, B, F]``.
+and returns a ``Loihi2Plan``: one ``StagePlan`` (sigma-delta registers, Dense or Conv mantissas and exponent,
+grid) per chip layer, the decoder the host applies and the input width. ``network.Loihi2Network`` runs it
+(``run(x)`` on the float model's input ``[T, B, F]``); ``backend.compile`` is both in one call.
 
 Mapping (every SigmaDelta needs ``cum_error=True``, Loihi 2's rule, and a power-of-two ``scale``):
 
@@ -25,27 +27,21 @@ Mapping (every SigmaDelta needs ``cum_error=True``, Loihi 2's rule, and a power-
   ``Conv``: zero padding, any stride, dilation and groups); the SigmaDelta after it has one bias; messages
   reaching a Linear from feature maps are flattened, as ``TimeDistributed(nn.Flatten())`` does;
 * the read-out Linear keeps ``weight_exp = 0`` on a grid ``s_in 2^e`` of its own: its sums are exact.
-
-Time: each Dense holds a message one step (its buffer), so layer ``l`` acts at chip step ``t + l`` on what
-the float model computes at step ``t``. The emulator runs every layer on that aligned clock (a layer's bias
-acts from its first input step, as the Loihi 1 emulator does); ``ChipRun.latency_steps`` is the number of
-Dense layers and ``time_steps`` adds them to T.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
-from hybridai.core.chip import ChipRun, CompiledNetwork, LayerActivity
-from hybridai.core.errors import ShapeError, invalid
-from hybridai.neuromorphic.loihi.plan import check_device
-from hybridai.neuromorphic.loihi2.network import Convolution, GradedLayer, run_graded_network
+from hybridai.core.errors import invalid
+from hybridai.neuromorphic.loihi2.graded_chain import Convolution
 from hybridai.neuromorphic.loihi2.sigma_delta import SigmaDeltaConfig
+from hybridai.neuromorphic.nodes import module_of
 from hybridai.spiking.graph import LayerNode, lower
 from hybridai.spiking.sigma_delta import SigmaDelta
 
@@ -80,6 +76,18 @@ class Stage:
     def readout(self) -> bool:
         return self.node.kind == "dense"
 
+    @property
+    def sigma_delta(self) -> SigmaDelta:
+        """The SigmaDelta of a stage that is not the read-out."""
+        return module_of(self.node, SigmaDelta)
+
+    @property
+    def synapse(self) -> nn.Linear | nn.Conv2d | None:
+        """The Linear or Conv2d in front (None for the input layer)."""
+        if self.dense is None:
+            return None
+        return module_of(self.dense, nn.Conv2d) if self.dense.kind == "conv" else module_of(self.dense, nn.Linear)
+
 
 def parse(model: Any) -> tuple[list[Stage], nn.Module | None]:
     """The chip layers and the optional decoder of ``model``, or one ConfigError naming the layer."""
@@ -100,8 +108,6 @@ def parse(model: Any) -> tuple[list[Stage], nn.Module | None]:
         if after is not None and after.kind != "sigma_delta":
             raise invalid(after.where, after.type_name, f"a SigmaDelta after {dense.where}; {SUPPORTED}")
         stages.append(Stage(after or dense, dense))
-    if graph.decoder is not None and not stages[-1].readout:
-        raise invalid(graph.decoder.where, graph.decoder.type_name, "a decoder only after the read-out nn.Linear")
     if graph.decoder is not None and graph.decoder.type_name not in ("SpikeCountDecoder", "RateDecoder"):
         raise invalid(graph.decoder.where, graph.decoder.type_name, "SpikeCountDecoder or RateDecoder (sums of deltas)")
     for stage in stages:
@@ -131,7 +137,7 @@ def _check(stage: Stage, first: bool) -> None:
                 )
     if stage.readout:
         return
-    layer: SigmaDelta = stage.node.module
+    layer = stage.sigma_delta
     where = stage.node.where
     if not layer.cum_error:
         raise invalid(
@@ -159,160 +165,62 @@ class StagePlan:
     conv: Convolution | None = None  # the geometry of a Conv2d in front
 
 
-def plan(stages: list[Stage]) -> list[StagePlan]:
+def plan_stages(stages: list[Stage]) -> list[StagePlan]:
     """Registers for every stage from the current float parameters (module docstring)."""
     plans: list[StagePlan] = []
     for stage in stages:
         previous = plans[-1].grid if plans else None
-        weights, exp = (None, 0)
+        synapse = stage.synapse
+        weights: torch.Tensor | None = None
+        exp = 0
         if stage.readout:
-            weights, exp = quantize_weights(stage.dense.module.weight, 1.0)
+            assert synapse is not None and previous is not None  # the read-out Linear follows a SigmaDelta
+            weights, exp = quantize_weights(synapse.weight, 1.0)
             plans.append(StagePlan(stage.node.label, None, weights, 0, previous * 2.0**exp, "messages"))
             continue
-        layer: SigmaDelta = stage.node.module
-        if stage.dense is not None:
-            weights, exp = quantize_weights(stage.dense.module.weight, previous / layer.scale)
+        layer = stage.sigma_delta
+        if synapse is not None:
+            assert previous is not None  # synapses only after the input layer
+            weights, exp = quantize_weights(synapse.weight, previous / layer.scale)
         bias = layer.integer_bias()
         config = SigmaDeltaConfig(vth=layer.threshold_steps, bias=int(bias) if bias.numel() == 1 else bias.cpu())
         source = layer.input if stage.dense is None else "messages"
         conv = None
-        if stage.dense is not None and stage.dense.kind == "conv":
-            m = stage.dense.module
-            conv = Convolution(tuple(m.stride), tuple(m.padding), tuple(m.dilation), m.groups)
+        if isinstance(synapse, nn.Conv2d):
+            assert not isinstance(synapse.padding, str)  # refused by _check
+            conv = Convolution(_pair(synapse.stride), _pair(synapse.padding), _pair(synapse.dilation), synapse.groups)
         plans.append(StagePlan(stage.node.label, config, weights, exp, layer.scale, source, conv))
     return plans
+
+
+def _pair(value: tuple[int, ...]) -> tuple[int, int]:
+    """A Conv2d's stride, padding or dilation: the pair it holds (``nn.Conv2d`` makes every one a pair)."""
+    first, second = value
+    return first, second
 
 
 def chip_weight(plan: StagePlan, previous_grid: float) -> torch.Tensor:
     """The float weight (float64, CPU) that computes on the float model what ``plan``'s Dense computes."""
     unit = plan.grid if plan.config is None else plan.grid * 2.0**plan.weight_exp
+    assert plan.weights is not None, "chip_weight: a plan with a Dense or Conv in front"
     return plan.weights.double() * (unit / previous_grid)
 
 
-class Loihi2Network(CompiledNetwork):
-    """A sigma-delta network quantized to Loihi 2 registers, run on the bit-exact integer emulator.
+class Loihi2Plan(NamedTuple):
+    """What ``plan`` derives from a model: registers per chip layer, the decoder (None without) and the input
+    width the host sends (None when the input layer takes any number of features)."""
 
-    ``run(x)`` takes the float model's input ``[T, B, F]`` and returns a ``ChipRun`` in the float model's
-    output layout; ``messages(x)`` the integer messages of every sigma-delta layer ``[T, B, N]`` (int64).
-    """
-
-    backend = "loihi2"
-
-    def __init__(
-        self, plans: list[StagePlan], decoder: nn.Module | None, width: int | None, device: torch.device
-    ) -> None:
-        self.plans, self.decoder, self.width, self.device = plans, decoder, width, device
-        self.layers = [
-            GradedLayer(p.name, p.config, None if p.weights is None else p.weights.to(device), p.weight_exp, p.conv)
-            for p in plans
-            if p.config is not None
-        ]
-        last = plans[-1]
-        self.readout = last.weights.to(device) if last.config is None else None
-
-    def host_input(self, x: Any) -> torch.Tensor:
-        """The integer input (int64 ``[T, B, F]``) the host sends the input layer for the float input ``x``."""
-        maps = len(self.plans) > 1 and self.plans[1].conv is not None
-        accepted = (
-            "a real tensor [T, B, C, H, W] (time-major feature maps)"
-            if maps
-            else (f"a real tensor [T, B, {self.width or 'F'}] (time-major frames)")
-        )
-        if not torch.is_tensor(x) or x.is_complex() or x.ndim != (5 if maps else 3) or 0 in x.shape:
-            raise invalid("x", tuple(x.shape) if torch.is_tensor(x) else type(x).__name__, accepted, ShapeError)
-        if self.width is not None and x.shape[2] != self.width:
-            raise invalid("x.shape", tuple(x.shape), accepted, ShapeError)
-        if not bool(torch.isfinite(x).all()):
-            raise invalid("x", "a tensor containing NaN or inf", "finite values", ShapeError)
-        first = self.plans[0]
-        grid = x.to(self.device, torch.float64) / first.grid
-        if bool((grid.abs() >= 2**31).any()):
-            largest = float(x.abs().max())
-            accepted = f"|x| below {2**31 * first.grid:g}: the host sends 32-bit integers on the grid {first.grid:g}"
-            raise invalid("x", f"a tensor with |x| up to {largest:g}", accepted, ShapeError)
-        if first.input == "delta":
-            return torch.floor(grid).long()
-        steps = torch.round(grid).long()
-        return torch.diff(steps, dim=0, prepend=torch.zeros_like(steps[:1]))
-
-    def messages(self, x: Any) -> list[torch.Tensor]:
-        """The integer messages (int64 ``[T, B, N]``) of every sigma-delta layer for the float input ``x``."""
-        return [m.long() for m in run_graded_network(self.layers, self.host_input(x)).messages]
-
-    def run(self, x: Any) -> ChipRun:
-        a_in = self.host_input(x)
-        steps, batch = a_in.shape[:2]
-        graded = run_graded_network(self.layers, a_in, self.readout)
-        last = self.plans[-1]
-        source = graded.readout if graded.readout is not None else graded.messages[-1]
-        out = source.double() * last.grid
-        out = out.to(x.dtype if x.is_floating_point() else torch.get_default_dtype())
-        if self.decoder is not None:
-            out = self.decoder(out)
-        dense = len(self.plans) - 1  # each Dense holds a message one step: the chip runs T + dense steps
-        outputs = [*graded.messages, *([graded.readout] if graded.readout is not None else [])]
-        counts = zip(outputs, graded.sent, [*graded.active, None], graded.synaptic_ops, graded.dense_ops, strict=False)
-        layers = [
-            _activity(stage, *layer_counts, (steps + dense) * batch)
-            for stage, layer_counts in zip(self.plans, counts, strict=True)
-        ]
-        return ChipRun(out, tuple(layers), batch, steps + dense, dense)
-
-    def describe(self) -> list[dict[str, Any]]:
-        rows = []
-        for p in self.plans:
-            row: dict[str, Any] = {"layer": p.name, "grid": p.grid, "input": p.input}
-            if p.config is not None:
-                vth, bias = torch.as_tensor(p.config.vth), torch.as_tensor(p.config.bias)
-                row |= {
-                    "kind": "Loihi 2 sigma-delta neurons (ReLU, residue carried)",
-                    "vth": int(vth.max()),
-                    "bias": (int(bias.min()), int(bias.max())),
-                    "state_exp": p.config.state_exp,
-                }
-            else:
-                row["kind"] = "read-out: Dense sums read by the host"
-            if p.conv is not None:
-                row["conv"] = {"kernel": tuple(p.weights.shape[2:])} | {
-                    k: getattr(p.conv, k) for k in ("stride", "padding", "dilation", "groups")
-                }
-            if p.weights is not None:
-                row |= {
-                    "neurons": p.weights.shape[0],  # output channels after a Conv2d
-                    "inputs": p.weights.shape[1],
-                    "weight_exp": p.weight_exp,
-                    "weight_mantissa_range": (int(p.weights.min()), int(p.weights.max())),
-                    "weight_bits": "8-bit signed mantissa, even (valid in every Lava sign mode)",
-                }
-            rows.append(row)
-        return rows
+    stages: list[StagePlan]
+    decoder: nn.Module | None
+    width: int | None
 
 
-def _activity(
-    plan: StagePlan, out: torch.Tensor, sent: int, active: int | None, ops: int, dense_ops: int, chip_steps: int
-) -> LayerActivity:
-    """Events of one chip layer (``chip_steps``: steps times samples), as ``run_graded_network`` counts them:
-    graded messages once per non-zero payload (``sent``); every neuron is updated on each chip step."""
-    neurons = out[0, 0].numel()
-    return LayerActivity(
-        name=plan.name,
-        neurons=neurons,
-        spikes=0 if active is None else sent,  # the read-out's sums are read by the host, not sent
-        synaptic_ops=ops,
-        neuron_updates=neurons * chip_steps,
-        active_updates=sent if active is None else active,
-        dense_synaptic_ops=dense_ops,
-    )
-
-
-def compile_network(model: Any, *, device: torch.device | str) -> Loihi2Network:
-    """Quantize ``model`` (see the module docstring) and return the runnable network on ``device`` (``"cpu"``, or
-    a CUDA device this machine has; anything else is refused by name)."""
-    device = check_device(device)
+def plan(model: Any) -> Loihi2Plan:
+    """Registers for every chip layer of ``model`` (see the module docstring)."""
     stages, decoder = parse(model)
-    plans = plan(stages)
-    synapse = stages[1].dense if len(stages) > 1 else None
-    width = stages[0].node.module.features
-    if synapse is not None and synapse.kind == "dense":
-        width = synapse.module.in_features
-    return Loihi2Network(plans, decoder, width, device)
+    plans = plan_stages(stages)
+    synapse = stages[1].synapse if len(stages) > 1 else None
+    width = stages[0].sigma_delta.features
+    if isinstance(synapse, nn.Linear):
+        width = synapse.in_features
+    return Loihi2Plan(plans, decoder, width)

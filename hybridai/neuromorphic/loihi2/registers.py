@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import ShapeError, invalid
-from hybridai.neuromorphic.loihi.compartments import check_integer
+from hybridai.neuromorphic.fixed_point import check_integer
 
 INT32 = (-(2**31), 2**31 - 1)
 
@@ -36,7 +36,7 @@ def integer_register(
         return value
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise invalid(name, value, accepted)
-    if not low <= value <= high:
+    if not low <= int(value) <= high:  # int(): exact, and numbers.Integral declares no order
         raise invalid(name, value, accepted)
     return int(value)
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import ShapeError, invalid
-from hybridai.neuromorphic.loihi.compartments import check_integer, int32
+from hybridai.neuromorphic.fixed_point import check_integer, int32
 from hybridai.neuromorphic.loihi2.registers import INT32, integer_register, per_neuron
 
 ONE = 2**15  # lct and lst are fractions of 2^15

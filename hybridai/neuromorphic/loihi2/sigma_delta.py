@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import torch
 
 from hybridai.core.errors import bounded_int, invalid
-from hybridai.neuromorphic.loihi.compartments import check_integer
+from hybridai.neuromorphic.fixed_point import check_integer
 from hybridai.neuromorphic.loihi2.registers import INT32, integer_register, per_neuron
 
 ACTIVATIONS = ("relu", "unit")
@@ -143,19 +143,26 @@ class SigmaDeltaLanes:
     ) -> None:
         self.relu, self.state_exp, self.synapses = config.activation == "relu", config.state_exp, synapses
 
-        def buffer(needed: bool = True) -> torch.Tensor | None:
-            return torch.zeros(shape, dtype=like.dtype, device=like.device) if needed else None
+        def zeros() -> torch.Tensor:
+            return torch.zeros(shape, dtype=like.dtype, device=like.device)
+
+        def buffer(needed: bool) -> torch.Tensor | None:
+            return zeros() if needed else None
 
         # non-zero inputs per neuron, as clamp(|x|, max=1) summed: three cheap operations on whole numbers
         self.inputs = buffer(count)
         self.bias, self.below = bias.to(like), vth.to(like) - 1
-        self.state, self.act, self.gap, self.mask, self.reference = (buffer() for _ in range(5))
+        self.state, self.act, self.gap, self.mask, self.reference = (zeros() for _ in range(5))
         self.synaptic, self.sent = buffer(synapses is not None), buffer(bool(self.state_exp))
         self.state.add_(self.bias)
 
     def step(self, x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """Advance one step on input ``x`` and write the messages into ``out`` ``[B, ...]`` (returned)."""
-        delivered = x if self.synapses is None else _deliver(x, self.synapses, self.synaptic)
+        if self.synapses is None:
+            delivered = x
+        else:
+            assert self.synaptic is not None  # allocated with the synapses
+            delivered = _deliver(x, self.synapses, self.synaptic)
         self.state.add_(delivered)
         if self.inputs is not None:
             self.inputs.add_(torch.abs(delivered, out=self.gap).clamp_(max=1))
@@ -165,11 +172,13 @@ class SigmaDeltaLanes:
         if not self.state_exp:
             self.reference.add_(torch.mul(self.gap, self.mask, out=out))
             return out
+        assert self.sent is not None  # allocated when state_exp != 0
         self.reference.add_(torch.mul(self.gap, self.mask, out=self.sent))
         return torch.div(self.sent, 2**self.state_exp, rounding_mode="floor", out=out)  # an arithmetic shift
 
     def active(self) -> int:
         """The non-zero inputs delivered so far (``count=True``)."""
+        assert self.inputs is not None, "SigmaDeltaLanes.active: built with count=True"
         return int(self.inputs.sum(dtype=torch.float64))
 
     def traces(self, sigma: torch.Tensor, activation: torch.Tensor) -> None:

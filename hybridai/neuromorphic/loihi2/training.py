@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hybridai.neuromorphic.loihi2.plan import chip_weight, parse, plan
+from hybridai.neuromorphic.loihi2.plan import chip_weight, parse, plan_stages
 
 
 class FakeQuantized(nn.Module):
@@ -26,11 +26,12 @@ class FakeQuantized(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         stages, decoder = parse(self.model)
-        plans = plan(stages)
+        plans = plan_stages(stages)
         out = x.double()
         for i, (stage, registers) in enumerate(zip(stages, plans, strict=True)):
-            if stage.dense is not None:
-                weight = stage.dense.module.weight.double()
+            synapse = stage.synapse
+            if synapse is not None:
+                weight = synapse.weight.double()
                 exact = chip_weight(registers, plans[i - 1].grid).to(weight.device)
                 weight = weight + (exact - weight).detach()
                 if registers.conv is not None:  # per step, as TimeDistributed(Conv2d)

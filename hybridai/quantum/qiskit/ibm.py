@@ -47,6 +47,7 @@ class IBMBackend(QiskitBackend):
 
     MODES = ("job", "session", "batch")
     own_options = ("mode", "resilience_level")
+    shots: int  # IBM's estimator always samples: 4096 unless given
 
     def __init__(
         self, target: str | None = None, *, mode: str = "job", resilience_level: int = 0, **options: Any
@@ -64,7 +65,8 @@ class IBMBackend(QiskitBackend):
             raise invalid("mode", mode, f"one of {self.MODES}")
         if resilience_level not in (0, 1, 2):
             raise invalid("resilience_level", resilience_level, "0, 1 or 2")
-        options.setdefault("shots", 4096)
+        if options.get("shots") is None:  # shots=None reads as not given (an estimate needs a precision)
+            options["shots"] = 4096
         super().__init__(target, **options)
         self.options.update(mode=mode, resilience_level=resilience_level)
         self.mode, self.resilience_level = mode, resilience_level

@@ -51,12 +51,13 @@ def apply_part(
     psi: torch.Tensor,
     n: int,
     step: Step,
-    part: int | None,
-    tensor: torch.Tensor | None,
+    part: int,
+    tensor: torch.Tensor,
     inverse: bool,
     work: Workspace | None = None,
 ) -> torch.Tensor:
     """Apply one step (or wire ``part`` of a single-qubit layer) to ``psi [B, 2^n]``; ``inverse``: its adjoint.
+    ``tensor``: the step's tensor (any placeholder for a constant step, which has none).
     With a ``work`` space the step works in place on ``psi`` (the sweep owns its states) or swaps it with the
     spare buffer; without, it returns a new tensor."""
     if step.kind == "sq":
@@ -79,8 +80,9 @@ def apply_part(
     return out
 
 
-def _parts(step: Step) -> list[int | None]:
-    return list(range(len(step.wires))) if step.kind == "sq" else [None]
+def _parts(step: Step) -> list[int]:
+    """A single-qubit layer is applied wire by wire (its parts); any other step at once (one part, 0)."""
+    return list(range(len(step.wires))) if step.kind == "sq" else [0]
 
 
 class _Adjoint(torch.autograd.Function):
@@ -193,7 +195,7 @@ def run_adjoint(
     """Measurement results of the steps on ``b`` states, differentiable by one adjoint sweep (and twice, with
     ``create_graph=True``, by a re-run under autograd whose states must fit ``limit`` bytes)."""
     placeholder = torch.zeros((), dtype=cdtype, device=device)  # steps without a tensor (monomials)
-    tensors = [placeholder if s.tensor is None else s.tensor for s in steps]
+    tensors = [placeholder if s.tensor_or_none is None else s.tensor for s in steps]
     if not steps:
         tensors = [placeholder]
         steps = [Step("diag", (), torch.ones(1, dtype=cdtype, device=device), False)]

@@ -86,7 +86,7 @@ class StatevectorBackend(QuantumExecutor):
         check_shots(shots)
         check_seed(seed)
         non_negative_int("fuse_max_qubits", fuse_max_qubits)
-        options = {"dtype": dtype}
+        options: dict[str, Any] = {"dtype": dtype}
         options.update(
             {k: v for k, v in (("seed", seed), ("max_memory", max_memory), ("shots", shots)) if v is not None}
         )
@@ -219,7 +219,7 @@ class StatevectorBackend(QuantumExecutor):
         else:
             check_memory(plan, n, b, self.cdtype, limit)
             psi = plan.run(steps, b)
-            if shots:
+            if shots and generator is not None:  # the generator is made above exactly when there are shots
                 results = measure_sampled(measurements, mps, psi, shots, generator)
             else:
                 results = measure_exact(measurements, mps, psi)

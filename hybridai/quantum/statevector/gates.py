@@ -56,7 +56,15 @@ class Step:
         )  # fmt: skip
 
     @property
-    def tensor(self) -> torch.Tensor | None:
+    def tensor(self) -> torch.Tensor:
+        """The step's matrices (or diagonal); only a constant monomial step (``mono``) has none."""
+        tensor = self.tensor_or_none
+        if tensor is None:
+            raise TypeError(f"a constant {self.kind!r} step has no tensor")
+        return tensor
+
+    @property
+    def tensor_or_none(self) -> torch.Tensor | None:
         if self._tensor is None and self.layer is not None:
             mats, index = self.layer
             self._tensor = mats[..., index, :, :, :]
@@ -284,8 +292,12 @@ class Converter:
         return True
 
 
+# a two-qubit gate of StronglyEntanglingLayers: a constant permutation Step, or (wires, matrix, const) of a dense one
+Entangler = Step | tuple[tuple[int, int], Any, tuple[str, str, int]]
+
+
 @functools.lru_cache(maxsize=1024)
-def _sel_entanglers(wires: tuple[int, ...], ranges: tuple[int, ...], imprimitive: Any) -> list | None:
+def _sel_entanglers(wires: tuple[int, ...], ranges: tuple[int, ...], imprimitive: Any) -> list[list[Entangler]] | None:
     """Per layer, StronglyEntanglingLayers' two-qubit gates: a permutation gate as a ``Step`` shared by every
     call (it holds no per-call data), a dense one as (wires, matrix, const)."""
     if len(wires) == 1:
@@ -294,7 +306,7 @@ def _sel_entanglers(wires: tuple[int, ...], ranges: tuple[int, ...], imprimitive
     if gate.num_params:
         return None
     kind, data = constant_gate(gate)
-    layers = []
+    layers: list[list[Entangler]] = []
     for r in ranges:
         pairs = [(wires[i], wires[(i + r) % len(wires)]) for i in range(len(wires))]
         if kind == "mono":

@@ -195,14 +195,13 @@ class Measurement:
         with recording():
             gates = mp.obs.diagonalizing_gates()
         for step in self.converter.convert(gates):
-            tensor = step.tensor
             if step.kind == "sq":
                 for j, w in enumerate(step.wires):
-                    psi = apply_matrix(psi, self.n, (w,), tensor[..., j, :, :])
+                    psi = apply_matrix(psi, self.n, (w,), step.tensor[..., j, :, :])
             elif step.kind == "dense":
-                psi = apply_matrix(psi, self.n, step.wires, tensor)
+                psi = apply_matrix(psi, self.n, step.wires, step.tensor)
             elif step.kind == "diag":
-                psi = psi * tensor[..., torch.as_tensor(bit_positions(self.n, step.wires), device=psi.device)]
+                psi = psi * step.tensor[..., torch.as_tensor(bit_positions(self.n, step.wires), device=psi.device)]
             else:
                 perm, phases = step.const
                 m = torch.zeros(len(perm), len(perm), dtype=psi.dtype, device=psi.device)
@@ -253,10 +252,10 @@ def measure_exact(measurements: list[Measurement], mps: list[Any], psi: torch.Te
     diagonal = [i for i, m in enumerate(measurements) if m.diagonal]
     if diagonal:
         _z_words(results, measurements, mps, diagonal, probs)
-    for i, (m, mp) in enumerate(zip(measurements, mps, strict=True)):
-        if results[i] is None:
-            results[i] = m.exact(psi, mp, probs)
-    return results
+    return [
+        m.exact(psi, mp, probs) if result is None else result
+        for result, m, mp in zip(results, measurements, mps, strict=True)
+    ]
 
 
 def _z_words(
@@ -283,7 +282,7 @@ def measure_sampled(
     diagonal = [i for i, m in enumerate(measurements) if m.diagonal] if n <= JOINT_MAX_QUBITS else []
     if diagonal:
         _z_words(results, measurements, mps, diagonal, counts(probabilities(psi), shots, generator) / shots)
-    for i, (m, mp) in enumerate(zip(measurements, mps, strict=True)):
-        if results[i] is None:
-            results[i] = m.sampled(psi, mp, shots, generator)
-    return results
+    return [
+        m.sampled(psi, mp, shots, generator) if result is None else result
+        for result, m, mp in zip(results, measurements, mps, strict=True)
+    ]

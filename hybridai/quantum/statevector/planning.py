@@ -47,7 +47,7 @@ def bit_positions(n: int, wires: tuple[int, ...]) -> np.ndarray:
 
 def replace_bits(n: int, wires: tuple[int, ...], local: np.ndarray) -> np.ndarray:
     """Basis indices with the bits on ``wires`` replaced by ``local[s]`` (per basis index s)."""
-    index = np.arange(2**n, dtype=np.int64)
+    index: np.ndarray = np.arange(2**n, dtype=np.int64)
     k = len(wires)
     for j, w in enumerate(wires):
         bit = (local >> (k - 1 - j)) & 1
@@ -255,10 +255,11 @@ class Plan:
             updated = (mats * columns.index_select(-2, wires).unsqueeze(-2)).sum(-1)
             columns = columns.index_copy(-2, wires, updated.expand(*lead, len(step.wires), 2))
         columns = (self._zero_columns() if columns is None else columns).reshape(-1, 2 * n)
-        state = None
-        for start, bits in self._groups:
-            part = gather_product(columns[:, 2 * start : 2 * start + 2 * bits.shape[1]], bits)
-            state = part if state is None else (state.unsqueeze(-1) * part.unsqueeze(-2)).flatten(1)
+        state, *parts = [
+            gather_product(columns[:, 2 * start : 2 * start + 2 * bits.shape[1]], bits) for start, bits in self._groups
+        ]
+        for part in parts:
+            state = (state.unsqueeze(-1) * part.unsqueeze(-2)).flatten(1)
         return state.expand(b, -1) if state.shape[0] == 1 else state
 
     def _zero_columns(self) -> torch.Tensor:
@@ -323,7 +324,9 @@ class Plan:
         position = {w: j for j, w in enumerate(wires)}
         sizes = [KRON_CHUNK] * (n // KRON_CHUNK) + ([n % KRON_CHUNK] if n % KRON_CHUNK else [])
         # every chunk's Kronecker product from ONE gathered product of the layer's entries (and 1, 0)
-        chunks, parts, start = [], [], 0  # chunks: (offset of its 4^c entries, 2^c)
+        chunks: list[tuple[int, int]] = []  # (offset of its 4^c entries, 2^c)
+        parts: list[np.ndarray] = []
+        start = 0
         for size in sizes:
             parts.append(_factor_index([position.get(a) for a in range(start, start + size)], 4 * len(wires), sizes[0]))
             chunks.append((sum(4**c for c in sizes[: len(chunks)]), 2**size))

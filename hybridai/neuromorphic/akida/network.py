@@ -1,10 +1,10 @@
-"""A quantized network on BrainChip's Akida engine: build the ``akida.Model``, run it, count its events.
+"""The runner of Akida: a quantized network in BrainChip's engine, built as an ``akida.Model``, run, counted.
 
-``compile(model, calibration)`` quantizes a trained torch ``nn.Sequential`` (see ``plan``), builds
-an ``akida.Model`` (InputData, Dense1D, Conv2D v2 layers) holding the integer variables and returns an
-``AkidaNetwork``. Its ``run(x)`` quantizes the float input, runs Akida's engine (software on this CPU when no
-chip is present), dequantizes the outputs to the float model's layout and counts activity with the integer
-reference, which the engine matches bit for bit (checked on every run).
+``AkidaNetwork`` (what ``akida.compile`` returns) takes the integer network that ``plan.quantize`` derives
+from a trained torch ``nn.Sequential`` and builds an ``akida.Model`` (InputData, Dense1D, Conv2D v2 layers)
+holding the integer variables (``build_model``). Its ``run(x)`` quantizes the float input, runs Akida's engine
+(software on this CPU when no chip is present), dequantizes the outputs to the float model's layout and counts
+activity with the integer reference, which the engine matches bit for bit (checked on every run).
 
 Layout: torch is NCHW and flattens (C, H, W); Akida is NHWC and flattens (H, W, C). Conv kernels are stored
 spatially flipped (Akida computes a true convolution); a Dense after a Flatten gets its weight rows permuted.
@@ -31,7 +31,6 @@ from hybridai.neuromorphic.akida.plan import (
     POST_OP_BITS,
     AkidaIntegerNetwork,
     QuantizedLayer,
-    quantize,
     quantize_input,
 )
 from hybridai.neuromorphic.macs import dense_macs
@@ -295,25 +294,3 @@ class AkidaNetwork(CompiledNetwork):
     def __repr__(self) -> str:
         kinds = ", ".join(f"{r['kind']}({r['name']})" for r in self.describe())
         return f"<AkidaNetwork input_bits={self.quantized.input_bits} layers=[{kinds}]>"
-
-
-def compile(  # noqa: A001  (mirrors ChipCompiler.compile)
-    model: torch.nn.Module,
-    calibration: torch.Tensor,
-    *,
-    input_bits: int = 8,
-    activation_bits: int = 8,
-    output_bits: int = 8,
-    weight_bits: int = 8,
-) -> AkidaNetwork:
-    """Quantize ``model`` with ``calibration`` (see ``plan.quantize``) and build it on Akida."""
-    import_akida()
-    net = quantize(
-        model,
-        calibration,
-        input_bits=input_bits,
-        activation_bits=activation_bits,
-        output_bits=output_bits,
-        weight_bits=weight_bits,
-    )
-    return AkidaNetwork(net, source=model)

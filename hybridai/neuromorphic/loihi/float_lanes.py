@@ -1,8 +1,9 @@
-"""Helpers of the Loihi emulator's time loop: integer rules on integers held in float64 lanes.
+"""Helpers of the Loihi 1 emulator's time loop: integer rules on integers held in float64 lanes.
 
 Every value is an integer far below 2^53, so float64 arithmetic on it is exact (see ``Compartments`` in
-``compartments``). The wraps are also fake-quantized training's (``training``): floor and comparisons carry no gradient,
-so under autograd a wrap's gradient is the identity (a straight-through estimator).
+``compartments``). Lava's u wrap is also fake-quantized training's (``training``): floor and comparisons carry no
+gradient, so under autograd a wrap's gradient is the identity (a straight-through estimator). The chip-independent
+wraps (``wrap_f64``) are in ``hybridai.neuromorphic.fixed_point``.
 """
 
 from __future__ import annotations
@@ -35,12 +36,6 @@ def count_entering(
     if q is not None:
         entering.addcmul_(q, q)
     return entering.clamp_(max=1.0).sum()
-
-
-def wrap_f64(x: torch.Tensor, bits: int) -> torch.Tensor:
-    """``loihi.wrap`` on integers held in float64 (exact; under autograd its gradient is the identity)."""
-    period = float(1 << (bits + 1))
-    return x - period * torch.floor((x + period / 2) / period)
 
 
 def lava_wrap_f64(x: torch.Tensor) -> torch.Tensor:
