@@ -13,6 +13,7 @@ NUMERICS = (
     "tests/quantum/test_statevector.py",
     "tests/quantum/test_kernel.py",
     "tests/quantum/test_adjoint.py",
+    "tests/quantum/test_density.py",
     "tests/quantum/test_gates_kernels.py",
     "tests/quantum/test_gram_blocks.py",
     "tests/quantum/test_sampling.py",
