@@ -46,19 +46,54 @@ docs: $(STAMP)
 clean:
 	rm -rf $(VENV) build *.egg-info site
 
-# Every benchmark (peer and hybridai side by side, ratios printed) into one Markdown file, with the machine,
-# CPU model and thread count; `make bench BENCH="benchmarks/quantum_shots.py benchmarks/quantum_adjoint.py"`
-# runs a subset. OpenMP and MKL get one thread; each script sets and prints its torch threads.
-BENCH ?= $(filter-out benchmarks/machine.py,$(wildcard benchmarks/*.py))
+# Every benchmark (peer and hybridai side by side, ratios printed) into one Markdown file, one section per script,
+# every section written by this target (nothing added by hand). A script runs once with its default arguments, or
+# once per `bench-args: ...` line in its docstring, with those arguments (two lines `bench-args: --qubits 14 16`
+# and `bench-args: --qubits 18 20`: two runs). Each run is shown under its command, date, machine (cores, CPU
+# model) and wall time, and is stopped after BENCH_TIMEOUT seconds; the header states the last run's machine.
+# OpenMP and MKL get one thread; each script sets and prints its torch threads. A subset,
+# `make bench BENCH="benchmarks/loihi.py benchmarks/zne.py"`, replaces only its sections and keeps the others.
+BENCH_ALL := $(filter-out benchmarks/machine.py,$(wildcard benchmarks/*.py))
+BENCH ?= $(BENCH_ALL)
+BENCH_TIMEOUT ?= 3600
+RESULTS ?= benchmarks/RESULTS.md
 bench: $(STAMP)
-	@echo "# Benchmarks ($$(date -u +%Y-%m-%d))" > benchmarks/RESULTS.md
-	@printf '\nMachine: %s, %s cores, CPU: %s; OMP_NUM_THREADS=1, MKL_NUM_THREADS=1 (each script states its torch threads)\n' \
-		"$$(uname -m)" "$$(nproc)" "$$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" \
-		>> benchmarks/RESULTS.md
-	@for script in $(BENCH); do \
-		echo "running $$script"; \
-		printf '\n## %s\n\n' "$$script" >> benchmarks/RESULTS.md; \
-		OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) $$script >> benchmarks/RESULTS.md 2>/dev/null \
-			|| echo "(failed)" >> benchmarks/RESULTS.md; \
-	done
-	@echo "wrote benchmarks/RESULTS.md"
+	@set -e; runs=$$(mktemp -d); trap 'rm -rf "$$runs"' EXIT; \
+	machine="$$(uname -m), $$(nproc) cores, CPU: $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"; \
+	for script in $(BENCH); do \
+		section="$$runs/$$(echo "$$script" | tr / _)"; \
+		printf '## %s\n' "$$script" > "$$section"; \
+		{ grep -E '^[[:space:]]*bench-args:' "$$script" || echo; } \
+			| sed -E 's/^[[:space:]]*bench-args:[[:space:]]*//' > "$$runs/args"; \
+		while IFS= read -r args; do \
+			echo "running $$script $$args"; \
+			start=$$(date +%s); status=0; \
+			OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 timeout $(BENCH_TIMEOUT) $(PY) "$$script" $$args \
+				< /dev/null > "$$runs/out" 2> "$$runs/err" || status=$$?; \
+			case $$status in \
+				0) how="";; \
+				124) how=", stopped after $(BENCH_TIMEOUT) s";; \
+				*) how=", failed with exit status $$status";; \
+			esac; \
+			printf '\n`python %s%s` (%s, %s; %s s%s):\n\n' "$$script" "$${args:+ $$args}" "$$(date -u +%Y-%m-%d)" \
+				"$$machine" "$$(( $$(date +%s) - start ))" "$$how" >> "$$section"; \
+			cat "$$runs/out" >> "$$section"; \
+			if [ $$status -ne 0 ] && [ -s "$$runs/err" ]; then \
+				printf '\n```\n%s\n```\n' "$$(tail -n 20 "$$runs/err")" >> "$$section"; \
+			fi; \
+		done < "$$runs/args"; \
+	done; \
+	{ \
+		echo "# Benchmarks"; \
+		printf '\nWritten by `make bench`, last run %s on %s; ' "$$(date -u +%Y-%m-%d)" "$$machine"; \
+		echo 'OMP_NUM_THREADS=1, MKL_NUM_THREADS=1 (each script states its torch threads, each run its date and machine)'; \
+		for script in $(sort $(BENCH_ALL) $(BENCH)); do \
+			section="$$runs/$$(echo "$$script" | tr / _)"; \
+			if [ -f "$$section" ]; then echo; cat "$$section"; \
+			elif [ -f $(RESULTS) ] && grep -qxF "## $$script" $(RESULTS); then \
+				echo; awk -v heading="## $$script" '$$0 == heading {on = 1; print; next} /^## / {on = 0} on' $(RESULTS); \
+			fi; \
+		done; \
+	} | cat -s > "$$runs/results"; \
+	mv "$$runs/results" $(RESULTS); \
+	echo "wrote $(RESULTS)"

@@ -5,12 +5,14 @@ thresholds and biases, nengo-loihi rules: 22-bit q wrap, 24-bit u wrap, voltage 
 delay 2), even 8-bit weight mantissas with weight exponent 1, one step of synaptic delay, random
 binary input spikes (p = 0.2), T = 200 steps, batch 64.
 
-* hybridai: ``loihi.run_network`` (torch, all 64 samples at once, spikes and activity counts only)
+* hybridai: ``loihi.run_network`` (torch, all 64 samples at once, spikes and activity counts only; int32 lanes,
+  synaptic sums as int8 products where torch's CPU kernels use AVX-512, float32 GEMMs elsewhere)
 * numpy: the same integer rules written out plainly, one sample at a time, each step a mat-vec and
   elementwise int64 arithmetic over the 1,000 compartments (what one writes without batching)
 
 Both must produce identical spikes (checked, and printed). Reported: sample-steps per second
-(T x batch / seconds, median of ``--repeats`` after one warm-up call each), the ratio (target >= 20x)
+(T x batch / seconds, median of ``--repeats`` calls, two fewer for numpy, interleaved with ours so that both
+meet the same load, after one warm-up call each), the ratio (target >= 20x)
 and the torch thread count.
 
 Then a Loihi 2 sigma-delta network on one aligned clock (layer l at step t receives layer l-1's messages of
@@ -96,15 +98,22 @@ def numpy_per_sample(counts: np.ndarray, r: dict[str, np.ndarray], weight_exp: i
     return out
 
 
-def timed(fn, repeats: int) -> tuple[float, object]:
-    """Median wall time of ``repeats`` calls after one untimed warm-up call (allocator, caches)."""
-    fn()
-    times, result = [], None
-    for _ in range(repeats):
+def timed_side_by_side(ours, peer, repeats: int) -> tuple[float, object, float, object]:
+    """Median wall times of ``ours`` (``repeats`` calls) and ``peer`` (``max(1, repeats - 2)`` calls), the calls
+    interleaved (one of ours, then one of the peer's, round after round) so that both meet the same load on a
+    shared machine, after one untimed warm-up call each (allocator, caches). Returns (ours s, ours' result,
+    peer s, peer's result)."""
+    ours(), peer()
+    ours_times, peer_times, ours_result, peer_result = [], [], None, None
+    for round_ in range(repeats):
         start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+        ours_result = ours()
+        ours_times.append(time.perf_counter() - start)
+        if round_ < max(1, repeats - 2):
+            start = time.perf_counter()
+            peer_result = peer()
+            peer_times.append(time.perf_counter() - start)
+    return statistics.median(ours_times), ours_result, statistics.median(peer_times), peer_result
 
 
 SD_INPUT_VTH, SD_VTH, SD_WEIGHT_EXP, SD_WEIGHT_EXP_2 = 2, 16, -5, -9
@@ -174,15 +183,17 @@ def main() -> None:
             torch.cuda.synchronize()
         return spikes.cpu()
 
-    ours_s, ours = timed(ours_run, args.repeats)
-    numpy_s, reference = timed(lambda: numpy_per_sample(counts.numpy(), registers), max(1, args.repeats - 2))
+    ours_s, ours, numpy_s, reference = timed_side_by_side(
+        ours_run, lambda: numpy_per_sample(counts.numpy(), registers), args.repeats
+    )
     same = bool(np.array_equal(ours.numpy(), reference))
     sample_steps = args.steps * args.batch
     print(
         f"{INPUTS} inputs -> {NEURONS} compartments, T = {args.steps}, batch {args.batch}, "
         f"torch threads {torch.get_num_threads()}, emulator on {args.device}, {int(ours.sum()):,} spikes"
     )
-    print(f"CPU: {cpu_model()}")
+    # the emulator's synaptic sums are int8 products where torch's kernels use AVX-512, float32 GEMMs elsewhere
+    print(f"CPU: {cpu_model()} (torch CPU capability {torch.backends.cpu.get_cpu_capability()})")
     print("| emulator | median s | sample-steps / s |")
     print("|---|---|---|")
     print(f"| hybridai loihi.run_network (torch, batched) | {ours_s:.3f} | {sample_steps / ours_s:,.0f} |")
@@ -218,9 +229,10 @@ def main() -> None:
             torch.cuda.synchronize()
         return [m.cpu() for m in messages]
 
-    sd_s, sd = timed(sigma_delta_run, args.repeats)
     dense = [(weights.numpy(), bias.numpy(), SD_WEIGHT_EXP), (weights_2.numpy(), bias_2.numpy(), SD_WEIGHT_EXP_2)]
-    sd_numpy_s, sd_reference = timed(lambda: sigma_delta_numpy(graded.numpy(), dense), max(1, args.repeats - 2))
+    sd_s, sd, sd_numpy_s, sd_reference = timed_side_by_side(
+        sigma_delta_run, lambda: sigma_delta_numpy(graded.numpy(), dense), args.repeats
+    )
     sd_same = all(np.array_equal(m.long().numpy(), r) for m, r in zip(sd, sd_reference, strict=True))
     print(
         f"\nLoihi 2 sigma-delta network, aligned clock: {INPUTS} input sigma-delta neurons (vth {SD_INPUT_VTH}) "

@@ -9,7 +9,14 @@ import torch
 
 from hybridai.core.errors import HybridAIError
 from hybridai.neuromorphic import loihi
-from hybridai.neuromorphic.loihi import CompartmentConfig, LoihiLayer, run_compartments, run_network, synaptic_input
+from hybridai.neuromorphic.loihi import (
+    CompartmentConfig,
+    Compartments,
+    LoihiLayer,
+    run_compartments,
+    run_network,
+    synaptic_input,
+)
 
 BIG = 2**17 - 1  # a threshold mantissa no test trace reaches
 OPEN = {"vmin_exp": 23, "vmax_exp": 7}  # v in +-(2^23 - 1)
@@ -70,6 +77,19 @@ def test_lava_u_wrap_keeps_plus_two_to_the_23():
     u, _, _ = trace(config, q_of(2**23, 2**23 + 1, -(2**23), -(2**23) + 1, 2**22), "lava")
     # u > 2^23 -> u - 2^24; u <= -2^23 -> u + 2^24; Lava does not wrap q
     assert u == [2**23, -(2**23) + 1, 2**23, -(2**23) + 1, 2**22]
+
+
+def test_lava_current_beyond_32_bits_decays_exactly():
+    # Lava does not wrap q and wraps u once: 2^33 - 2^24 = 8573157376 stays far beyond 32 bits, and its decay
+    # (du = 2047 keeps 1/2) is exact: 4286578688 - 2^24 = 4269801472 (the emulator's lanes widen to int64)
+    config = CompartmentConfig(du=2047, dv=4095, vth_mant=BIG)
+    u, _, _ = trace(config, q_of(2**33, 0, 0), "lava")
+    assert u == [8573157376, 4269801472, 2118123520]
+    # beyond 2^41 a float64 product rounds: 17701046620168 * 4095 / 4096 = 17696725075582.998 (float64 rounds to
+    # ...583); du = 0 keeps 4095/4096, then Lava's wrap takes 2^24 off again
+    slowest = CompartmentConfig(du=0, dv=4095, vth_mant=BIG)
+    u, _, _ = trace(slowest, q_of(17701046620168 + 2**24, 0), "lava")
+    assert u == [17701046620168, 17696725075582 - 2**24]
 
 
 def test_lava_adds_bias_to_v_and_clips_v_symmetrically():
@@ -225,3 +245,29 @@ def test_cuda_network_counts_activity_like_cpu():
     (cpu,) = run_network([layer], counts)
     (gpu,) = run_network([layer], counts.cuda())
     assert torch.equal(gpu.spikes.cpu(), cpu.spikes) and gpu.active == cpu.active
+
+
+@pytest.mark.parametrize("quirks", ["nengo", "lava"])
+def test_synaptic_products_are_the_compartments_on_synaptic_input(quirks):
+    # the network's per-step products equal synaptic_input's one product over all steps, then the compartments:
+    # one input feature, counts above 1, negative exponents, weights down to -126 (a weight of -128 and binary
+    # spikes is where oneDNN's int8 product goes wrong on AVX-512 CPUs without VNNI: not used)
+    g = torch.Generator().manual_seed(3)
+    config = CompartmentConfig(du=300, dv=200, vth_mant=20, bias_mant=torch.tensor([0, 5, -9, 0]), bias_exp=2, **OPEN)
+    spiked = 0
+    for features, weight_exp, most in [(1, 0, 3), (1, -5, 1), (7, 2, 1), (7, -8, 2), (40, 3, 1)]:
+        low = -126 if quirks == "nengo" else -100
+        weights = 2 * torch.randint(low // 2, 64, (4, features), generator=g)
+        layers = [
+            LoihiLayer(weights, weight_exp, config),
+            LoihiLayer(2 * torch.ones(4, 4, dtype=torch.long), 1, config),
+        ]
+        counts = torch.randint(0, most + 1, (25, 3, features), generator=g)
+        fast = run_network(layers, counts, quirks)
+        q = synaptic_input(counts, weights, weight_exp, quirks)
+        delayed = torch.cat([torch.zeros_like(q[:1]), q[:-1]])
+        spiked += int(fast[0].spikes.sum())
+        # the first layer is the compartments on its synaptic input one step late (its bias from step 1)
+        first = Compartments(config, 4, "cpu", quirks).simulate(delayed, bias_from=1, record=("v",))
+        assert torch.equal(first["spikes"], fast[0].spikes) and torch.equal(first["v"], fast[0].v)
+    assert spiked

@@ -3,9 +3,10 @@
 The shape of every chip package: ``plan`` (registers from a trained LIF/CUBA network: ``plan.plan``
 gives a ``LoihiPlan``), ``network`` (the runner: ``LoihiNetwork``), ``backend`` (``compile``, the verb,
 and the ``loihi`` chip compiler). Concepts of their own: ``compartments`` (the neuron registers and their
-update rules, both quirk sets), ``synapses`` (8-bit weight mantissas, exponents, the one-step delay,
-``run_network``), ``training`` (``fake_quantize``: train what the chip computes). The integer helpers
-shared with Loihi 2 (``wrap``, ``decay``) live in ``hybridai.neuromorphic.fixed_point``.
+update rules, both quirk sets), ``lanes`` (their time loop, in integer lanes), ``synapses`` (8-bit weight
+mantissas, exponents, the one-step delay, ``run_network``), ``training`` (``fake_quantize``: train what the
+chip computes). The integer helpers shared with Loihi 2 (``wrap``, ``decay``) live in
+``hybridai.neuromorphic.fixed_point``.
 ``hybridai.neuromorphic.loihi.compile(model)`` returns the runnable network.
 """
 

@@ -1,7 +1,8 @@
 """Bit-exact integer emulator of Loihi (first generation) CUBA-LIF compartments and synapses, batched in torch.
 
-All state is int64 on the device of the input (CPU or CUDA); one call simulates every sample of a
-batch at once. The rules are those of ``shared/reference/loihi.md``, checked against nengo-loihi 1.1
+All state is integer (int32 where every value of the run provably fits, else int64: ``lanes``) on the
+device of the input (CPU or CUDA), returned as int64; one call simulates every sample of a batch at once.
+The rules are those of ``shared/reference/loihi.md``, checked against nengo-loihi 1.1
 (``emulator/interface.py``, ``builder/discretize.py``, ``block.py``) and Lava 0.10
 (``proc/lif/models.py`` ``PyLifModelBitAcc``, ``proc/dense/models.py`` ``PyDenseModelBitAcc``,
 ``utils/weightutils.py``). Where the two differ, ``quirks=`` picks one:
@@ -27,7 +28,8 @@ sent (nengo-loihi's input queue, Lava's Dense outputs the previous step's accumu
 ``run_network`` feeds layer l at step t with layer l-1's spikes of step t-1.
 
 Registers from trained models (``plan``), synapses (``synapses``), the runner (``network``) and
-fake-quantized training (``training``) are built on these compartments in their own modules of this package.
+fake-quantized training (``training``) are built on these compartments in their own modules of this package;
+the time loop itself is ``lanes``.
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import ShapeError, invalid
-from hybridai.neuromorphic.fixed_point import check_integer, wrap_f64
-from hybridai.neuromorphic.loihi.float_lanes import abs_max, count_entering, lava_wrap_f64, scalar
+from hybridai.neuromorphic.fixed_point import check_integer, wrap
+from hybridai.neuromorphic.loihi.float_lanes import abs_max
+from hybridai.neuromorphic.loihi.lanes import INT32_LIMIT, Activity, Guards, Loop
 
 QUIRKS = ("nengo", "lava")
 V_LIMIT = (1 << 23) - 1  # Lava's voltage clip, and the widest vmin/vmax nengo-loihi can express
@@ -131,16 +134,14 @@ def check_quirks(quirks: Any) -> str:
 class Compartments:
     """A group of N compartments with fixed registers, stepped over a batch ``[B, N]``.
 
-    Speed: the integer rules run in float64 lanes that hold integers exactly (every intermediate,
-    at most ``2^24 * 2^12``, is far below 2^53, and products by ``factor / 4096`` are exact dyadic
-    products), because torch's float64 kernels are several times faster than its int64 ones on CPU;
-    results come back as int64. Wraps and clips whose range the input provably cannot leave (bounded
-    from the largest |q| and the decays before the loop) are skipped; they could not change a value.
-    Each step is a dozen in-place operations on preallocated ``[B, N]`` buffers: u and v decay in one
-    multiply, a refractory delay of 2 (nengo-loihi's ``tau_ref = dt``) holds v by the last step's spikes
-    instead of a counter, and with a delay >= 2 everywhere v's reset is skipped unless v is recorded
-    (the hold zeroes it next step anyway). Activity is counted from gathered columns at the end while
-    every compartment with a bias is active by definition.
+    Speed: the run is one time loop in integer lanes (``lanes``): int32 wherever the bounds before the loop
+    (from the largest |q|, the decays and the voltage limits) show that every value fits, else int64; the
+    decays multiply in float64, exactly, and convert back with truncation toward zero. Wraps and clips whose
+    range the input provably cannot leave are skipped; they could not change a value. Each step is about ten
+    in-place operations on preallocated ``[B, N]`` buffers: u and v decay together, a refractory delay of 2
+    (nengo-loihi's ``tau_ref = dt``) holds v by the last step's spikes instead of a counter, and with a delay
+    >= 2 everywhere v's reset is skipped unless v is recorded (the hold zeroes it next step anyway). Activity
+    is counted from gathered columns at the end while every compartment with a bias is active by definition.
     """
 
     def __init__(self, config: CompartmentConfig, n: int, device: torch.device | str, quirks: str = "nengo") -> None:
@@ -157,18 +158,18 @@ class Compartments:
         f64 = torch.float64
         self.keep_u = (4095 - regs["du"]).to(f64) / 4096  # (4096 - 1 - du) / 4096: du applies with offset 1
         self.keep_v = (4096 - regs["dv"]).to(f64) / 4096
-        self.vth = (regs["vth_mant"] << 6).to(f64)
-        self.bias = (regs["bias_mant"] << regs["bias_exp"]).to(f64)
+        self.vth = regs["vth_mant"] << 6
+        self.bias = regs["bias_mant"] << regs["bias_exp"]
         self.has_bias = bool((self.bias != 0).any())
+        self.refractory = regs["refractory"]  # nengo-loihi's delay; Lava has none
         if self.quirks == "nengo":
-            self.refractory = regs["refractory"].to(f64)
             self.uses_refractory = bool((self.refractory > 1).any())
-            self.vmin = (-(torch.ones_like(regs["vmin_exp"]) << regs["vmin_exp"]) + 1).to(f64)
-            self.vmax = ((torch.ones_like(regs["vmax_exp"]) << (9 + 2 * regs["vmax_exp"])) - 1).to(f64)
+            self.vmin = -(torch.ones_like(regs["vmin_exp"]) << regs["vmin_exp"]) + 1
+            self.vmax = (torch.ones_like(regs["vmax_exp"]) << (9 + 2 * regs["vmax_exp"])) - 1
         else:
             self.uses_refractory = False
-            self.vmin = torch.tensor(-float(V_LIMIT), device=device)
-            self.vmax = torch.tensor(float(V_LIMIT), device=device)
+            self.vmin = torch.tensor(-V_LIMIT, device=device)
+            self.vmax = torch.tensor(V_LIMIT, device=device)
         self.device = device
 
     def simulate(
@@ -186,12 +187,12 @@ class Compartments:
         ``[T, B, N]`` traces ``u``, ``v`` (after reset) and ``v_pre`` (before reset, what a membrane
         probe of the float model reads).
         """
+        q = q.to(torch.int64)
         q_max = abs_max(q)
         if self.quirks == "nengo" and q_max >= 1 << 21:
-            q = wrap_f64(q.to(torch.float64), 21)
+            q = wrap(q, 21)
             q_max = abs_max(q)
-        # float32 holds every integer below 2^24 exactly: half the memory traffic for the input
-        q = q.to(torch.float32 if q_max < 2**24 else torch.float64)
+        q = q.to(self._guards(q_max).dtype)  # the lanes of the run: every |q| fits
         steps, batch = q.shape[0], q.shape[1]
         return self.simulate_steps(q.unbind(0).__getitem__, q_max, steps, batch, bias_from=bias_from, record=record)
 
@@ -206,11 +207,11 @@ class Compartments:
         record: tuple[str, ...],
     ) -> dict[str, Any]:
         """``simulate`` on inputs asked for step by step: ``step_input(t)`` is q at step t
-        ([B, N] integers, read before the next call; None for no input), ``q_max`` an upper bound
-        of every |q| (a looser bound only switches on wraps and clips that change nothing)."""
-        loop = _Loop(self, self._guards(q_max), steps, batch, record)
+        ([B, N] integers in any dtype, read before the next call; None for no input), ``q_max`` an upper bound
+        of every |q| (a looser bound only switches on wraps, clips and wider lanes that change nothing)."""
+        loop = Loop(self, self._guards(q_max), steps, batch, record)
         first_biased = min(max(bias_from, 0), steps) if self.has_bias else steps
-        activity = _Activity(self, steps, batch, first_biased, loop.refractory.stale_v)
+        activity = Activity(self, loop, steps, first_biased)
         for t in range(steps):
             q_t = loop.input(step_input(t))
             activity.observe(t, loop, q_t)  # what enters the update
@@ -218,9 +219,10 @@ class Compartments:
         out = {name: trace.to(torch.int64) for name, trace in loop.traces.items()}
         return {**out, "spikes": loop.spikes, "active": activity.total(loop.spikes)}
 
-    def _guards(self, q_max: float) -> _Guards:
+    def _guards(self, q_max: float) -> Guards:
         """The wraps and clips that inputs bounded by ``q_max`` can reach (|u| and |v| bounded from the decays:
-        truncation only shrinks them)."""
+        truncation only shrinks them), and the lanes every value fits in: int32 where the widest intermediate
+        (v before its clip, plus a wrap's offset) stays below 2^31, else int64."""
         nengo = self.quirks == "nengo"
         wrap_q = nengo and q_max >= 1 << 21
         if wrap_q:
@@ -229,184 +231,20 @@ class Compartments:
         bias_max = float(self.bias.abs().max())
         keep_v_max = float(self.keep_v.max())
         v_bound = (u_bound + bias_max) / (1 - keep_v_max) if keep_v_max < 1 else float("inf")
-        return _Guards(
+        wrap_u = u_bound >= (1 << 23) - 1
+        clip = not (v_bound <= float(self.vmax.min()) and -v_bound >= float(self.vmin.max()))
+        # |u| before its wrap: at most 2^23 decayed plus one input once wraps can happen
+        u_reach = max(u_bound, float(1 << 23)) + q_max if wrap_u else u_bound
+        v_reach = max(float(self.vmax.max()), -float(self.vmin.min())) if clip else v_bound
+        widest = max(q_max, v_reach + u_reach + bias_max + (1 << 23))
+        return Guards(
             wrap_q=wrap_q,
-            wrap_u=u_bound >= (1 << 23) - 1,
+            wrap_u=wrap_u,
             wrap_u_bias=nengo and u_bound + bias_max >= (1 << 23) - 1,
-            clip=not (v_bound <= float(self.vmax.min()) and -v_bound >= float(self.vmin.max())),
+            clip=clip,
+            dtype=torch.int32 if widest < INT32_LIMIT else torch.int64,
+            integer_decay=max(u_reach, v_reach) >= 2**41,
         )
-
-    def _refractory(self, like: torch.Tensor, record: tuple[str, ...]) -> _Refractory:
-        """How refractory periods act (nengo rules; Lava has none): a delay of 2 everywhere holds v at 0
-        exactly one step after a spike, which the last step's spikes say; otherwise a counter. With a delay
-        >= 2 everywhere, a compartment that spiked is held at 0 next step whatever its v, so v's reset is only
-        needed to record it."""
-        if not self.uses_refractory:
-            return _Refractory(False, None, None, None, False)
-        stale_v = float(self.refractory.min()) >= 2 and "v" not in record
-        if bool((self.refractory == 2).all()):
-            return _Refractory(True, None, None, None, stale_v)
-        rest = scalar((self.refractory - 1).clamp(min=0))  # the counter after the spike's step
-        return _Refractory(False, torch.zeros_like(like), torch.empty_like(like), rest, stale_v)
-
-
-class _Guards(NamedTuple):
-    """Which wraps and the voltage clip can change a value in this run (the others are skipped)."""
-
-    wrap_q: bool  # nengo: q to 22 bits
-    wrap_u: bool  # u to 24 bits
-    wrap_u_bias: bool  # nengo: u + bias to 24 bits before it reaches v
-    clip: bool  # v to [vmin, vmax]
-
-
-class _Refractory(NamedTuple):
-    """``hold``: v held at 0 by the last step's spikes (a delay of 2 everywhere); else ``counter`` (None: no
-    refractory period) counts down in place, ``free`` its scratch, ``rest`` its value after a spike's step;
-    ``stale_v``: v is not reset after a spike (the hold zeroes it next step)."""
-
-    hold: bool
-    counter: torch.Tensor | None
-    free: torch.Tensor | None
-    rest: torch.Tensor | float | None
-    stale_v: bool
-
-
-class _Loop:
-    """The state of one ``simulate_steps`` call: preallocated ``[B, N]`` buffers, updated in place each step."""
-
-    def __init__(self, group: Compartments, guards: _Guards, steps: int, batch: int, record: tuple[str, ...]) -> None:
-        f64, device, n = torch.float64, group.device, group.n
-        self.nengo, self.guards = group.quirks == "nengo", guards
-        # registers shared by every compartment act as Python numbers (no broadcast tensor)
-        self.vth, self.bias = scalar(group.vth), scalar(group.bias)
-        self.vmin, self.vmax = group.vmin, group.vmax
-        # shared voltage limits as a pair of numbers (clamp_ takes two tensors or two numbers), else None
-        self.v_limits: tuple[float, float] | None = None
-        if group.vmin.numel() == group.vmax.numel() == 1:
-            self.v_limits = (group.vmin.item(), group.vmax.item())
-        self.uv = torch.zeros(2, batch, n, dtype=f64, device=device)  # u and v, decayed by one multiply
-        # truncation toward zero as a round trip through int32 (C's conversion truncates; vectorised on every
-        # CPU, where torch's trunc_ on float64 is 8x slower on some): exact, since |u| < 2^24 after its wrap
-        # and |v| <= max(|vmin|, |vmax|) <= 2^31 - 1 after the clip, and decaying only shrinks them
-        self.uv_int = torch.empty(2, batch, n, dtype=torch.int32, device=device)
-        self.u, self.v = self.uv[0], self.uv[1]
-        keep_uv = torch.stack([group.keep_u.expand(n), group.keep_v.expand(n)]).unsqueeze(1)
-        if group.keep_u.numel() == group.keep_v.numel() == 1:
-            keep_uv = keep_uv[:, :, :1].contiguous()
-        self.keep_uv = keep_uv
-        self.spiked = torch.zeros_like(self.u)  # the last step's spikes as 0/1
-        self.q64 = torch.empty_like(self.u)
-        self.traces = {name: torch.empty((steps, batch, n), dtype=f64, device=device) for name in record}
-        self.spikes = torch.empty((steps, batch, n), dtype=torch.bool, device=device)
-        self.refractory = group._refractory(self.u, record)
-
-    def input(self, q_t: torch.Tensor | None) -> torch.Tensor | None:
-        """One step's input as float64 (one conversion into a reused buffer: cheaper than a mixed-dtype add),
-        wrapped to q's 22 bits where it can reach them."""
-        if q_t is None:
-            return None
-        if q_t.dtype != torch.float64:
-            q_t = self.q64.copy_(q_t)
-        if self.guards.wrap_q:
-            return wrap_f64(q_t, 21)
-        return q_t
-
-    def step(self, t: int, q_t: torch.Tensor | None, biased: bool) -> None:
-        """Decay, integrate, wrap, clip, hold, spike, reset: one update of every compartment."""
-        u, v, spiked, guards, refractory = self.u, self.v, self.spiked, self.guards, self.refractory
-        self.uv.copy_(self.uv_int.copy_(self.uv.mul_(self.keep_uv)))  # decay, truncated toward zero
-        if q_t is not None:
-            u.add_(q_t)
-        if guards.wrap_u:
-            u.copy_(wrap_f64(u, 23) if self.nengo else lava_wrap_f64(u))
-        if biased and guards.wrap_u_bias:
-            v.add_(wrap_f64(u + self.bias, 23))
-        else:
-            v.add_(u)
-            if biased:
-                v.add_(self.bias)  # exact integer sums: the same as adding u + bias (nengo) or bias to v (Lava)
-        if guards.clip:
-            if self.v_limits is not None:
-                v.clamp_(*self.v_limits)
-            else:
-                v.clamp_(self.vmin, self.vmax)
-        counter = refractory.counter
-        if refractory.hold:  # held at 0 the step after a spike
-            v.addcmul_(v, spiked, value=-1.0)
-        elif counter is not None:  # held at 0 while the refractory counter runs
-            v.mul_(torch.le(counter, 0.0, out=refractory.free))
-        if "v_pre" in self.traces:
-            self.traces["v_pre"][t] = v
-        torch.gt(v, self.vth, out=spiked)  # strict threshold
-        self.spikes[t].copy_(spiked)
-        if not refractory.stale_v:
-            v.addcmul_(v, spiked, value=-1.0)  # reset to zero
-        if counter is not None:  # count down to 0; a spike (never while counting) sets refractory - 1
-            counter.sub_(1.0).clamp_(min=0.0)
-            if isinstance(refractory.rest, float):
-                counter.add_(spiked, alpha=refractory.rest)
-            else:
-                assert refractory.rest is not None  # set with the counter (Compartments._refractory)
-                counter.addcmul_(spiked, refractory.rest)
-        if "u" in self.traces:
-            self.traces["u"][t] = u
-        if "v" in self.traces:
-            self.traces["v"][t] = v
-
-
-class _Activity:
-    """Counts active updates: those whose compartment has a non-zero u, v or q entering the update, or a
-    bias acting on it. Before the biases act, counted step by step; while they act, every compartment with a
-    bias is active, and the others' u, v and q are gathered step by step and counted at the end."""
-
-    def __init__(self, group: Compartments, steps: int, batch: int, first_biased: int, stale_v: bool) -> None:
-        f64, device = torch.float64, group.device
-        self.steps, self.first_biased, self.stale_v = steps, first_biased, stale_v
-        self.counted = torch.zeros((), dtype=f64, device=device)
-        self.scratch = torch.empty(batch, group.n, dtype=f64, device=device)
-        unbiased = (group.bias == 0).nonzero().flatten() if group.bias.numel() > 1 else None
-        gather = unbiased is not None and 0 < unbiased.numel() and first_biased < steps
-        # the compartments without a bias, whose u, v and q are gathered while the biases act (None: no gathering)
-        self.unbiased = unbiased if gather else None
-        if self.unbiased is not None:
-            self.gathered_uv = torch.empty(
-                steps - first_biased, 2, batch, self.unbiased.numel(), dtype=f64, device=device
-            )
-        self.gathered_q: torch.Tensor | None = None
-        per_sample = int((group.bias != 0).sum()) * (1 if group.bias.numel() > 1 else group.n)
-        self.bias_active = per_sample * batch
-
-    def observe(self, t: int, loop: _Loop, q_t: torch.Tensor | None) -> None:
-        """Note what enters step ``t``'s update (before it)."""
-        if t < self.first_biased:
-            spiked = loop.spiked if self.stale_v else None
-            self.counted += count_entering(loop.u, loop.v, q_t, spiked, self.scratch)
-        elif self.unbiased is not None:
-            row = t - self.first_biased
-            torch.index_select(loop.uv, 2, self.unbiased, out=self.gathered_uv[row])
-            if q_t is not None:
-                if self.gathered_q is None:
-                    shape = (len(self.gathered_uv), *self.gathered_uv.shape[2:])
-                    self.gathered_q = torch.zeros(shape, dtype=q_t.dtype, device=q_t.device)
-                torch.index_select(q_t, 1, self.unbiased, out=self.gathered_q[row])
-
-    def total(self, spikes: torch.Tensor) -> int:
-        """The active updates of the run whose spikes are ``spikes`` ``[T, B, N]``."""
-        first, steps = self.first_biased, self.steps
-        active = (steps - first) * self.bias_active + int(self.counted)
-        if self.unbiased is None:
-            return active
-        entering = self.gathered_uv[:, 0] != 0
-        v_entering = self.gathered_uv[:, 1] != 0
-        if self.stale_v:  # v not reset after a spike enters as 0
-            before = torch.zeros_like(v_entering)
-            start = max(first, 1)
-            before[start - first :] = spikes[start - 1 : steps - 1].index_select(2, self.unbiased)
-            v_entering &= ~before
-        entering |= v_entering
-        if self.gathered_q is not None:
-            entering |= self.gathered_q != 0
-        return active + int(entering.sum())
 
 
 def run_compartments(config: CompartmentConfig, q: torch.Tensor, quirks: str = "nengo") -> Trace:

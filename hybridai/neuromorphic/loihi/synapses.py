@@ -68,17 +68,11 @@ def synaptic_input(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int,
 
 
 class _Synapses(NamedTuple):
-    """How input spike counts [..., F] become q: ``counts @ matrix`` ([F, N]), then ``post`` when not None.
-
-    Also ``per_spike`` (integer mantissas [N, F]) with ``after``: q is ``(counts @ per_spike.T) << after``
-    when ``after`` is not None; ``largest``: a bound of every |counts @ per_spike.T|; ``q_max``: of every |q|.
-    """
+    """How input spike counts [..., F] become q: ``counts @ matrix`` ([F, N]), then ``post`` when not None;
+    ``q_max``: a bound of every |q|."""
 
     matrix: torch.Tensor
     post: Callable[[torch.Tensor], torch.Tensor] | None
-    per_spike: torch.Tensor
-    after: int | None
-    largest: float
     q_max: float
 
 
@@ -104,13 +98,13 @@ def _synapses(counts: torch.Tensor, weights: torch.Tensor, weight_exp: int, quir
     dtype = torch.float32 if largest < 2**24 and counts.device.type == "cpu" else torch.float64
     matrix = per_spike.to(dtype).T
     if after is not None:
-        return _Synapses(matrix * 2.0**after, None, per_spike, after, largest, one_sign * 2.0**after)
+        return _Synapses(matrix * 2.0**after, None, one_sign * 2.0**after)
     scale = 2.0**weight_exp
 
     def post(summed: torch.Tensor) -> torch.Tensor:
         return torch.floor(summed.double() * scale) * 64.0
 
-    return _Synapses(matrix, post, per_spike, None, largest, math.ceil(one_sign * scale) * 64.0)
+    return _Synapses(matrix, post, math.ceil(one_sign * scale) * 64.0)
 
 
 @dataclass(frozen=True)
@@ -194,20 +188,23 @@ def run_network(
         ops = int((delivered.sum((0, 1), dtype=torch.int64) * fan_out).sum())
         group = Compartments(layer.config, weights.shape[0], source.device, quirks)
         steps, batch = source.shape[0], source.shape[1]
-        step_input = _delayed_input(delivered, syn)
-        out = group.simulate_steps(step_input, syn.q_max, steps, batch, bias_from=index, record=record)
+        out = group.simulate_steps(
+            _delayed_input(delivered, syn), syn.q_max, steps, batch, bias_from=index, record=record
+        )
         runs.append(LayerRun(out["spikes"], out.get("v"), out.get("v_pre"), ops, out["active"]))
         source = out["spikes"]
     return runs
 
 
 def _delayed_input(delivered: torch.Tensor, syn: _Synapses) -> Callable[[int], torch.Tensor | None]:
-    """q at step t of spikes ``delivered`` [S - 1, B, F] (non-negative) one step late, one matmul per step
-    into reused buffers (no [S, B, N] input held in memory).
+    """q at step t of spikes ``delivered`` [S - 1, B, F] (non-negative) one step late, one matrix product per step
+    into a reused buffer (no [S, B, N] input held in memory; a product over all steps at once is no faster: its
+    output leaves the cache).
 
-    The matmul is a float32 GEMM when every sum is exact in float32 (``_synapses``), else float64: fast
-    with every BLAS. (An int8 x int8 -> int32 product, ``torch._int_mm``, was several times faster on one
-    Intel CPU but 4-5x slower than float32 on an AMD EPYC, so it is not used.)"""
+    The product is a float32 GEMM when every sum is exact in float32 (``_synapses``), else float64, with the shift
+    folded into the matrix: exact with every BLAS. (oneDNN's int8 product, ``torch._int_mm``, was 4x faster on an
+    AVX-512 VNNI CPU, but on AVX-512 CPUs without VNNI its int16 intermediate sums saturate: binary spikes against
+    a weight of -128 came out 12,800 off; so it is not used.)"""
     batch, device, n = delivered.shape[1], delivered.device, syn.matrix.shape[1]
     matrix, post = syn.matrix, syn.post
     spikes = torch.empty(batch, delivered.shape[2], dtype=matrix.dtype, device=device)
