@@ -82,6 +82,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import torch
 
     from hybridai.demo import run_demo, run_hybrid_demo
+    from hybridai.demo.hybrid import NOISY_ROUTES
 
     if args.threads < 1:
         raise invalid("threads", args.threads, "a positive int")
@@ -92,7 +93,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     else:
         run_hybrid_demo(n_qubits=4 if args.qubits is None else args.qubits, epochs=15 if args.epochs is None else
                         args.epochs, batch_size=args.batch_size, shots=args.shots, chip=args.chip, zne=args.zne,
-                        seed=args.seed, out=args.out)  # fmt: skip
+                        noisy=NOISY_ROUTES[args.noisy], seed=args.seed, out=args.out)  # fmt: skip
     return 0
 
 
@@ -372,6 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chip", choices=("loihi2", "loihi", "akida", "nengo"), default="loihi2",
                    help="events: the chip and its front end: loihi2 (sigma-delta, default), loihi or nengo (LIF), "
                    "akida (a CNN on frames)")  # fmt: skip
+    p.add_argument("--noisy", choices=("density", "aer"), default="density",
+                   help="events: what simulates the noisy fake IBM device (FakeManila's noise model): density "
+                   "(hybridai's density matrices, default) or aer (Qiskit Aer)")  # fmt: skip
     p.add_argument("--shots", type=int, default=1000, help="shots on the noisy device, events (default 1000)")
     p.add_argument("--no-zne", dest="zne", action="store_false", help="events: skip the ZNE placement")
     p.add_argument("--out", type=Path, default=Path("."), help="folder for hybrid_demo.png, events (created first)")

@@ -55,6 +55,7 @@ def test_backends_table(capsys):
     assert rows["torch"]["contract"] == "placement" and rows["torch"]["domains"] == "classical/spiking"
     assert rows["loihi"]["contract"] == "chip compiler" and rows["loihi"]["domains"] == "spiking"
     assert "bit_exact" in rows["loihi"]["capabilities"] and rows["statevector"]["source"] == "built-in"
+    assert rows["density"]["contract"] == "quantum executor" and rows["density"]["source"] == "built-in"
 
 
 BROKEN = """
@@ -154,6 +155,23 @@ def test_demo_chip_is_one_with_a_front_end(capsys):
     assert "invalid choice: 'spinnaker'" in capsys.readouterr().err
     help_text = " ".join(run_cli("demo", "--help").stdout.split())
     assert "--chip {loihi2,loihi,akida,nengo}" in help_text and "loihi or nengo (LIF), akida" in help_text
+
+
+@pytest.mark.parametrize(("flag", "backend"), [([], "density:fake_manila"), (["--noisy", "aer"], "aer:fake_manila")])
+def test_demo_noisy_picks_what_simulates_the_noisy_device(monkeypatch, flag, backend):
+    import hybridai.demo
+
+    seen = {}
+    monkeypatch.setattr(hybridai.demo, "run_hybrid_demo", lambda **kwargs: seen.update(kwargs))
+    monkeypatch.setattr("torch.set_num_threads", lambda n: None)  # the command sets the threads; not in a test
+    assert main(["demo", *flag, "--shots", "50"]) == 0
+    assert seen["noisy"] == backend and seen["shots"] == 50
+
+
+def test_demo_noisy_is_density_or_aer(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--noisy", "ibm"])
+    assert exit_info.value.code == 2 and "invalid choice: 'ibm'" in capsys.readouterr().err
 
 
 @pytest.mark.slow

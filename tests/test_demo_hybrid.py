@@ -9,7 +9,7 @@ import torch
 from hybridai.cli import main
 from hybridai.demo import machine
 from hybridai.demo.event_models import build_model, to_frames
-from hybridai.demo.hybrid import event_data, run_hybrid_demo
+from hybridai.demo.hybrid import NOISY_ROUTES, event_data, noisy_line, run_hybrid_demo
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "hybrid_event_camera.py"
 
@@ -28,8 +28,8 @@ def test_the_demo_deploys_a_sigma_delta_front_end_on_loihi2_and_names_the_backen
     assert [row.name for row in rows] == [
         "float (all torch)",
         "loihi2 + statevector",
-        "loihi2 + aer:fake_manila (300 shots)",
-        "loihi2 + aer:fake_manila + ZNE (300 shots)",
+        "loihi2 + density:fake_manila (300 shots)",
+        "loihi2 + density:fake_manila + ZNE (300 shots)",
     ]
     float_row, exact, noisy, zne = rows
     assert float_row.accuracy > 0.4 and float_row.training > 0  # four directions: chance is 0.25
@@ -39,7 +39,7 @@ def test_the_demo_deploys_a_sigma_delta_front_end_on_loihi2_and_names_the_backen
     assert set(exact.seconds) == {"chip", "quantum", "classical"} and exact.seconds["chip"] > 0
     assert exact.training is None and float_row.agreement is None
     quantum = segment(zne, "quantum")
-    assert quantum.backend == "aer:fake_manila + ZNE" and quantum.cost.quantum.circuits == 3 * 40  # 40 test samples
+    assert quantum.backend == "density:fake_manila + ZNE" and quantum.cost.quantum.circuits == 3 * 40  # 40 test samples
     chip = segment(zne, "chip")
     assert chip.backend == "loihi2" and chip.cost.energy is None  # Loihi 2: no public energy figures
     layers = chip.cost.chip.layers
@@ -58,18 +58,25 @@ def test_the_demo_deploys_a_sigma_delta_front_end_on_loihi2_and_names_the_backen
                  "training s:"):  # fmt: skip
         assert f"\n{term}" in printed  # the legend defines every column
     assert out["machine"] == printed.splitlines()[1] and machine.cpu_model() in out["machine"]
+    assert printed.splitlines()[2] == (
+        "noisy circuit on density:fake_manila (hybridai's density matrices in torch), 300 shots per circuit, seed 0 "
+        "(the other route: hybridai demo --noisy aer)"
+    )
     flat = " ".join(printed.split())  # the paragraphs are wrapped
     assert "no public per-event energy figures for 'loihi2'" in flat and "graded messages" in flat
     assert "max |difference| 0 on the 40 test recordings" in flat  # the chip computes what was trained
 
 
-def test_the_loihi_option_keeps_the_lif_front_end(tmp_path, capsys):
-    out = run_hybrid_demo(chip="loihi", n_qubits=2, epochs=2, samples=60, shots=100, zne=False, out=tmp_path)
+def test_the_loihi_option_keeps_the_lif_front_end_and_the_aer_route_runs_on_aer(tmp_path, capsys):
+    out = run_hybrid_demo(chip="loihi", n_qubits=2, epochs=2, samples=60, shots=100, zne=False,
+                          noisy=NOISY_ROUTES["aer"], out=tmp_path)  # fmt: skip
     assert [row.name for row in out["placements"]][1:] == ["loihi + statevector", "loihi + aer:fake_manila (100 shots)"]
+    assert segment(out["placements"][2], "quantum").backend == "aer:fake_manila"
     chip = segment(out["placements"][1], "chip")
     assert chip.backend == "loihi" and chip.cost.energy is not None and chip.cost.energy.per_sample > 0
     printed = capsys.readouterr().out
     assert "LIF" in printed and "SigmaDelta" not in printed and "Davies et al." in printed
+    assert "noisy circuit on aer:fake_manila (Qiskit Aer's simulator)" in printed and "--noisy density" in printed
     assert "in place of LIF" in out["baselines"][1].name
 
 
@@ -103,6 +110,11 @@ def test_the_demo_refuses_a_chip_it_has_no_front_end_for(tmp_path):
         run_hybrid_demo(chip="spinnaker", out=tmp_path)
 
 
+def test_the_noisy_line_names_any_other_backend_without_a_route_to_switch_to():
+    assert noisy_line("ibm:fake_manila", 50, 3) == "noisy circuit on ibm:fake_manila, 50 shots per circuit, seed 3"
+    assert noisy_line("aer:fake_manila", 10, 0).endswith("(the other route: hybridai demo --noisy density)")
+
+
 def test_the_cpu_model_falls_back_to_platform(monkeypatch):
     assert machine.cpu_model()
 
@@ -125,7 +137,7 @@ def test_the_example_passes_its_options_through(tmp_path, capsys):
                            "--shots", "100", "--out", str(tmp_path)])  # fmt: skip
     finally:
         torch.set_num_threads(threads)
-    assert [row.name for row in out["placements"]][-1] == "nengo + aer:fake_manila (100 shots)"
+    assert [row.name for row in out["placements"]][-1] == "nengo + density:fake_manila (100 shots)"
     assert segment(out["placements"][-1], "chip").backend == "nengo"
     assert "chip s (nengo)" in capsys.readouterr().out
 

@@ -13,9 +13,12 @@ is trained end to end on the CPU (the chip's front end through ``loihi2.fake_qua
 with the weights the chip holds), then deployed with ``hybridai.deploy(model, chip=..., quantum=...,
 classical="torch")``: the front end on the bit-exact Loihi 2 emulator, the circuit on an exact simulator,
 on a noisy fake IBM device (FakeManila's noise model, with shots) and on the same device with zero-noise
-extrapolation, the rest on torch. ``chip="loihi"`` (or ``"nengo"``) puts a LIF front end there instead,
-``chip="akida"`` a small CNN on frames. Two baselines are trained the same way from the same data: a
-classical layer in place of the circuit, and a dense float front end in place of the chip's.
+extrapolation, the rest on torch. The noisy device is simulated by ``density:fake_manila`` (hybridai's own
+density matrices, the noise model read as Qiskit Aer reads it) unless ``noisy=`` names another backend
+(``NOISY_ROUTES["aer"]``: Qiskit Aer itself, the same noise model, slower). ``chip="loihi"`` (or ``"nengo"``)
+puts a LIF front end there instead, ``chip="akida"`` a small CNN on frames. Two baselines are trained the same
+way from the same data: a classical layer in place of the circuit, and a dense float front end in place of the
+chip's.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ from hybridai.demo.machine import machine_line
 from hybridai.demo.placement_table import WIDTH, Placement, chip_cost, deployed_row, legend, placement_table
 
 DURATION_US = 40_000
-NOISY_DEVICE = "aer:fake_manila"
+NOISY_ROUTES = {"density": "density:fake_manila", "aer": "aer:fake_manila"}  # ``hybridai demo --noisy density|aer``
+NOISY_DEVICE = NOISY_ROUTES["density"]
+SIMULATORS = {"density": "hybridai's density matrices in torch", "aer": "Qiskit Aer's simulator"}
 NOISE_HZ = 100.0
 
 
@@ -111,6 +116,17 @@ def placements(
     return rows
 
 
+def noisy_line(noisy: str, shots: int, seed: int) -> str:
+    """One line: which backend simulates the noisy device (the demo's noisy rows), with what, and the other route."""
+    family = noisy.partition(":")[0]
+    how = f" ({SIMULATORS[family]})" if family in SIMULATORS else ""
+    switch = ""
+    if noisy in NOISY_ROUTES.values():
+        other = next(key for key, name in NOISY_ROUTES.items() if name != noisy)
+        switch = f" (the other route: hybridai demo --noisy {other})"
+    return f"noisy circuit on {noisy}{how}, {shots} shots per circuit, seed {seed}{switch}"
+
+
 def check_out(out: Path) -> Path:
     """The folder for the PNG, created and checked writable before anything is trained."""
     try:
@@ -163,7 +179,8 @@ def run_hybrid_demo(
     print(f"event camera: {samples} recordings ({split} train / {samples - split} test), {steps} time steps x "
           f"{x.shape[2]} inputs, {n_classes} directions; front end: {front} on {chip}")  # fmt: skip
     machine = machine_line()
-    print(machine + "\n")
+    print(machine)
+    print(noisy_line(noisy, shots, seed) + "\n")
 
     models = {kind: build_model(front, kind, n_qubits, n_classes, seed) for kind in
               ("hybrid", "no circuit", "classical front end")}  # fmt: skip
@@ -268,4 +285,4 @@ def save_figure(
     fig.savefig(png, dpi=110)
 
 
-__all__ = ["event_data", "placements", "run_hybrid_demo"]
+__all__ = ["NOISY_DEVICE", "NOISY_ROUTES", "event_data", "noisy_line", "placements", "run_hybrid_demo"]

@@ -44,8 +44,10 @@ def test_typed_capabilities_of_the_quantum_families():
     assert backends.get("statevector", dtype="complex64").capabilities.dtype == "complex64"
     assert backends.get("statevector").capabilities.mitigation_engines == ()
     assert backends.get("ibm:fake_manila").capabilities.mitigation_engines == ("ibm",)
-    noisy = backends.get("aer:fake_manila").capabilities
-    assert noisy.noise and not noisy.exact and noisy.max_qubits == 5
+    for family in ("aer", "density"):
+        noisy = backends.get(f"{family}:fake_manila").capabilities
+        assert noisy.noise and not noisy.exact and noisy.max_qubits == 5
+    assert backends.get("density").capabilities.exact and not backends.get("density", shots=10).capabilities.exact
 
 
 def test_get_parses_family_and_target():

@@ -6,6 +6,7 @@ import io
 import json
 
 import pytest
+import torch
 
 from tests.examples import load_example
 
@@ -14,8 +15,13 @@ from tests.examples import load_example
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("molecular") / "new" / "dir"
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        result = load_example("molecular_noise").main(["--quick", "--out", str(out)])
+    threads = torch.get_num_threads()
+    try:
+        with contextlib.redirect_stdout(printed):
+            result = load_example("molecular_noise").main(["--quick", "--out", str(out)])
+        assert torch.get_num_threads() == 1  # the script's default: small circuits, one thread
+    finally:
+        torch.set_num_threads(threads)  # the script owns its process; a test does not
     return out, result, printed.getvalue()
 
 
@@ -48,6 +54,8 @@ def test_quick_run_prints_one_full_table_and_writes_into_a_new_folder(quick):
     cache = json.loads((out / "qchem_energies.json").read_text())
     assert len(cache) > 20 and all(k.startswith("fci/sto-3g/charge=0/H-H/") for k in cache)
     assert printed.count("| H2 |") == len(expected) and "'+12%' claim measured" in printed
+    assert result["device"] == "density:fake_jakarta"  # the default route: hybridai's density matrices
+    assert "device routes (noisy, ZNE): density:fake_jakarta (hybridai's density matrices in torch)" in printed
 
 
 def test_zne_brings_the_fidelity_gram_matrix_closer_to_the_exact_one(quick):
@@ -55,3 +63,27 @@ def test_zne_brings_the_fidelity_gram_matrix_closer_to_the_exact_one(quick):
     noisy = _row(result, "quantum fidelity", "noisy")["Gram err F"]
     assert _row(result, "quantum fidelity", "ZNE Richardson")["Gram err F"] < noisy
     assert _row(result, "quantum fidelity", "ZNE exponential")["Gram err F"] < noisy
+
+
+@pytest.mark.parametrize(
+    ("argv", "device"),
+    [
+        ([], "density:fake_jakarta"),
+        (["--route", "aer"], "aer:fake_jakarta"),
+        (["--device", "ibm:fake_jakarta"], "ibm:fake_jakarta"),
+    ],
+)
+def test_the_route_picks_what_simulates_the_device(monkeypatch, tmp_path, argv, device):
+    module = load_example("molecular_noise")
+    seen = []
+    monkeypatch.setattr(module, "run", seen.append)
+    monkeypatch.setattr(module.torch, "set_num_threads", lambda n: seen.append(n))
+    module.main([*argv, "--threads", "2", "--out", str(tmp_path)])
+    assert seen.pop(0) == 2
+    assert [args.device for args in seen] == [device]
+
+
+def test_a_route_and_a_device_together_are_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        load_example("molecular_noise").main(["--route", "aer", "--device", "aer:fake_manila", "--out", str(tmp_path)])
+    assert info.value.code == 2 and "--route aer and --device aer:fake_manila: give one" in capsys.readouterr().err

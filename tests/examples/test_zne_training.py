@@ -15,8 +15,16 @@ def test_zne_training_example_mitigates_and_writes_into_a_new_folder(tmp_path, c
     # the same weights, noisy against noisy + ZNE: mitigation brings the values closer to the ideal ones
     assert out["error_zne"] < out["error_noisy"] / 5
     names = [row[0] for row in out["rows"]]
-    assert names == ["ideal (statevector)", "noisy (aer:fake_manila)", "noisy + ZNE (Richardson 1,3,5)"]
+    assert names == ["ideal (statevector)", "noisy (density:fake_manila)", "noisy + ZNE (Richardson 1,3,5)"]
+    assert out["backend"] == "density:fake_manila"  # the default route
     assert all(len(curve) == 2 for curve in out["curves"].values())
     assert out["png"] == tmp_path / "new" / "dir" / "zne_training.png" and out["png"].stat().st_size > 10_000
     printed = capsys.readouterr().out
     assert "error against the ideal value" in printed and printed.count("| noisy") == 2
+    assert "noisy students on density:fake_manila" in printed
+
+
+def test_the_aer_route_sets_up_the_same_noisy_students_on_aer():
+    module = load_example("zne_training")
+    density, aer = module.noisy_options("density"), module.noisy_options("aer")
+    assert aer == {**density, "backend": "aer:fake_manila"} and density["backend"] == "density:fake_manila"

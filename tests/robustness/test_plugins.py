@@ -230,7 +230,7 @@ def isolated(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "family", ["statevector", "torch", "pennylane", "aer", "ibm", "loihi", "loihi2", "akida", "nengo"]
+    "family", ["statevector", "torch", "pennylane", "aer", "density", "ibm", "loihi", "loihi2", "akida", "nengo"]
 )
 def test_register_never_replaces_a_built_in(isolated, family):
     before = registry.backend_class(family)

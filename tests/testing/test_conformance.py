@@ -18,6 +18,8 @@ BUILTINS = [
     "pennylane:default.mixed",
     "aer",
     "aer:fake_manila",
+    "density",
+    "density:fake_manila",
     "akida",
     "loihi",
     "loihi2",

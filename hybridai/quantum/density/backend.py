@@ -36,14 +36,16 @@ import torch
 from hybridai.core.capabilities import QuantumCapabilities
 from hybridai.core.errors import ConfigError, invalid
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
-from hybridai.quantum.density.noise import Noise
+from hybridai.quantum.density import converting
+from hybridai.quantum.density.noise import Noise, device_noise_model
 from hybridai.quantum.density.plan import Plan
 from hybridai.quantum.density.planning import compile_circuit, exact_readout, used_qubits
 from hybridai.quantum.density.sampling import sampled_parities, sampled_readout
 from hybridai.quantum.density.simulate import expectations, run
 from hybridai.quantum.qiskit.aer import basis_groups, measured_circuit, resolve_noise
-from hybridai.quantum.qiskit.conversion import Converted, convert
+from hybridai.quantum.qiskit.conversion import Converted
 from hybridai.quantum.qiskit.executor import QiskitBackend, tape_results
+from hybridai.quantum.qiskit.fake_devices import fake_backend
 from hybridai.quantum.resources import check_state_memory, memory_limit
 from hybridai.quantum.shift_rule import parameter_shift
 
@@ -79,7 +81,11 @@ class DensityBackend(QiskitBackend):
         self.dtype = dtype
         if dtype != "complex128":
             self.options["dtype"] = dtype
-        self.device, self.noise_model = resolve_noise(self, target, depolarizing, readout_error, noise_model)
+        if target and depolarizing is None and readout_error is None and noise_model is None:  # the device's noise
+            self.device = fake_backend(target)
+            self.noise_model = device_noise_model(self.device)  # = NoiseModel.from_backend, built once per device
+        else:
+            self.device, self.noise_model = resolve_noise(self, target, depolarizing, readout_error, noise_model)
         self.noise = Noise(self.noise_model)
 
     @property
@@ -120,7 +126,7 @@ class DensityBackend(QiskitBackend):
         started = time.perf_counter()
         results, circuits = [], 0
         for tape in tapes:
-            converted = convert(tape, list(config.wires))
+            converted = converting.converted(tape, list(config.wires))
             result, rows = self._tape(tape, converted, config, generator)
             results.append(result)
             circuits += rows
@@ -179,20 +185,37 @@ class DensityBackend(QiskitBackend):
             plan = self._exact_plan(converted, config.keep_gates, level)
             state = self._run(plan, values, rows, device)
             return expectations(plan, state)
-        circuit, observables = self.transpiled(converted, config.keep_gates)
-        found: dict[str, torch.Tensor] = {}
-        for basis in basis_groups(observables):
+        circuit, groups, weights, constant = self._sampled_terms(converted, config.keep_gates, level)
+        parities = []
+        for basis in groups:
             plan = self._sampled_plan(converted, circuit, basis, level)
             with torch.no_grad():
                 state = self._run(plan, values, rows, device)
-            parities = sampled_parities(plan, state, config.shots, generator or torch.Generator()).to(device, dtype)
-            found.update(zip(sorted(basis["labels"]), parities.unbind(-1), strict=True))
-        out = torch.zeros(rows, len(observables), dtype=dtype, device=device)
-        for r, obs in enumerate(observables):
-            for label, coeff in zip(obs.paulis.to_labels(), obs.coeffs, strict=True):
-                term = 1.0 if set(label) == {"I"} else found[label]
-                out[:, r] += float(np.real(coeff)) * term
-        return out
+            parities.append(sampled_parities(plan, state, config.shots, generator or torch.Generator()))
+        terms = torch.as_tensor(weights, dtype=dtype, device=device)
+        identity = torch.as_tensor(constant, dtype=dtype, device=device)
+        if not parities:  # observables of identities only
+            return identity.expand(rows, -1).clone()
+        return torch.cat(parities, -1).to(device, dtype) @ terms + identity
+
+    def _sampled_terms(self, converted: Converted, keep_gates: bool, level: int) -> tuple[Any, list[dict], Any, Any]:
+        """The transpiled circuit, its basis groups, and how the observables are made of the groups' labels (in
+        the groups' order, each group's labels sorted): ``weights [W, R]`` and the identity terms ``constant [R]``."""
+
+        def make() -> tuple[Any, list[dict], np.ndarray, np.ndarray]:
+            circuit, observables = self.transpiled(converted, keep_gates)
+            groups = basis_groups(observables)
+            where = {label: i for i, label in enumerate(lb for basis in groups for lb in sorted(basis["labels"]))}
+            weights, constant = np.zeros((len(where), len(observables))), np.zeros(len(observables))
+            for r, obs in enumerate(observables):
+                for label, coeff in zip(obs.paulis.to_labels(), obs.coeffs, strict=True):
+                    if set(label) == {"I"}:
+                        constant[r] += float(np.real(coeff))
+                    else:
+                        weights[where[label], r] += float(np.real(coeff))
+            return circuit, groups, weights, constant
+
+        return self.cached(("density terms", converted.key, level), make)
 
     def _run(self, plan: Plan, values: torch.Tensor, rows: int, device: torch.device) -> torch.Tensor:
         """The plan's final state for ``rows`` parameter sets (``values``: ``[P, rows]``), after checking that it fits

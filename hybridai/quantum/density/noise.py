@@ -1,23 +1,24 @@
 """A ``qiskit_aer.noise.NoiseModel`` read as Aer applies it: per (instruction, qubits) channels and readout errors.
 
 Aer applies an instruction's quantum error right after the instruction: the error given for exactly its qubits
-(``add_quantum_error``) if there is one, else the all-qubit error of that instruction (``add_all_qubit_quantum_error``).
-Errors are keyed by the instruction's label, or its name when it has none. A quantum error becomes a channel through
-Qiskit's own ``quantum_info.SuperOp`` of each of its terms, and then a Pauli transfer matrix (``channels``), cached
-per (instruction, qubits). As Aer does (``QuantumError::set_circuits``, ``set_generators``: ``p > 1e-10``), terms
-whose probability (or Pauli-Lindblad rate) is at most ``AER_THRESHOLD`` are left out, not renormalised: a fake
-device's two-qubit errors hold terms of about 9e-11, and keeping them would differ from Aer by as much.
-Readout errors act on measured bits: a qubit's own (``add_readout_error``), else the all-qubit one.
+(``add_quantum_error``) if there is one, else the all-qubit error of that instruction
+(``add_all_qubit_quantum_error``). Errors are keyed by the instruction's label, or its name when it has none. A
+quantum error becomes a channel through Qiskit's own ``quantum_info.SuperOp`` of each of its terms, and then a Pauli
+transfer matrix (``channels``), cached per (instruction, qubits), and per error content across noise models
+(``_shared_ptm``). As Aer does (``QuantumError::set_circuits``, ``set_generators``: ``p > 1e-10``), terms whose
+probability (or Pauli-Lindblad rate) is at most ``AER_THRESHOLD`` are left out, not renormalised: a fake device's
+two-qubit errors hold terms of about 9e-11, and keeping them would differ from Aer by as much. Readout errors act on
+measured bits: a qubit's own (``add_readout_error``), else the all-qubit one.
 
-What is refused (``ConfigError`` naming ``noise_model``), rather than approximated: an error on an instruction
-whose qubit count differs from the error's (Aer would put it on the first qubits only), errors on barriers (Aer
-leaves them out) or measurements (not a gate's error: use readout errors), correlated (multi-qubit)
-readout errors, non-local errors of older qiskit-aer versions, and errors Qiskit cannot turn into a
-superoperator.
+What is refused (``ConfigError`` naming ``noise_model``), rather than approximated: an error on an instruction whose
+qubit count differs from the error's (Aer would put it on the first qubits only), errors on barriers (Aer leaves
+them out) or measurements (not a gate's error: use readout errors), correlated (multi-qubit) readout errors,
+non-local errors of older qiskit-aer versions, and errors Qiskit cannot turn into a superoperator.
 """
 
 from __future__ import annotations
 
+import pickle
 import threading
 from typing import Any
 
@@ -83,7 +84,7 @@ class Noise:
                     "the first of them only)"
                 )
             try:
-                made = ptm_of_superop(_superop(error))
+                made = _shared_ptm(error)
             except ConfigError:
                 raise
             except Exception as exc:
@@ -108,6 +109,57 @@ class Noise:
                 )
         error = local.get((qubit,), self.model._default_readout_error)
         return None if error is None else np.asarray(error.probabilities, dtype=np.float64)
+
+
+_SHARED_LOCK = threading.Lock()
+_DEVICE_MODELS: dict[str, Any] = {}  # fake-device class -> NoiseModel.from_backend of it, never handed out
+
+
+def device_noise_model(device: Any) -> Any:
+    """``NoiseModel.from_backend(device)`` for a fake device, built once per device class and deep-copied for each
+    backend (each owns its model, as on ``aer``): building it takes about 0.1 s, a copy a fifth of that."""
+    import copy
+
+    from qiskit_aer.noise import NoiseModel
+
+    key = f"{type(device).__module__}.{type(device).__qualname__}"
+    with _SHARED_LOCK:
+        template = _DEVICE_MODELS.get(key)
+    if template is None:
+        template = NoiseModel.from_backend(device)
+        with _SHARED_LOCK:
+            template = _DEVICE_MODELS.setdefault(key, template)
+    return copy.deepcopy(template)
+
+
+_SHARED: dict[bytes, np.ndarray] = {}  # content of a QuantumError -> its PTM (read-only), for every Noise
+SHARED_LIMIT = 20_000  # PTMs kept; beyond it, new ones are computed per Noise only
+
+
+def _shared_ptm(error: Any) -> np.ndarray:
+    """The PTM of ``error``, computed once per content: backends made one after another from the same device or
+    rates (every ``density:fake_<device>`` builds its own ``NoiseModel``) hold equal errors, and a superoperator
+    costs milliseconds per error. The content is the error's ``to_dict()`` without its random ``id``: its
+    instructions with their parameters (Kraus matrices, Pauli labels) and probabilities, exactly."""
+    from qiskit_aer.noise import QuantumError
+
+    if not isinstance(error, QuantumError):  # Pauli(-Lindblad) errors: computed per Noise
+        return ptm_of_superop(_superop(error))
+    try:
+        content = {k: v for k, v in error.to_dict().items() if k != "id"}
+        key = pickle.dumps(content, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # an instruction without a plain description: computed per Noise
+        return ptm_of_superop(_superop(error))
+    with _SHARED_LOCK:
+        found = _SHARED.get(key)
+    if found is not None:
+        return found
+    made = ptm_of_superop(_superop(error))
+    made.flags.writeable = False
+    with _SHARED_LOCK:
+        if len(_SHARED) < SHARED_LIMIT:
+            made = _SHARED.setdefault(key, made)
+    return made
 
 
 def _superop(error: Any) -> np.ndarray:
