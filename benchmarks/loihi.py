@@ -192,7 +192,6 @@ def main() -> None:
         f"{INPUTS} inputs -> {NEURONS} compartments, T = {args.steps}, batch {args.batch}, "
         f"torch threads {torch.get_num_threads()}, emulator on {args.device}, {int(ours.sum()):,} spikes"
     )
-    # the emulator's synaptic sums are int8 products where torch's kernels use AVX-512, float32 GEMMs elsewhere
     print(f"CPU: {cpu_model()} (torch CPU capability {torch.backends.cpu.get_cpu_capability()})")
     print("| emulator | median s | sample-steps / s |")
     print("|---|---|---|")
