@@ -218,11 +218,15 @@ class StatevectorBackend(QuantumExecutor):
             results = run_adjoint(steps, n, b, self.cdtype, device, measure, limit)
         else:
             check_memory(plan, n, b, self.cdtype, limit)
-            psi = plan.run(steps, b)
-            if shots and generator is not None:  # the generator is made above exactly when there are shots
-                results = measure_sampled(measurements, mps, psi, shots, generator)
+            if not shots and plan.tail is not None and all(m.diagonal for m in measurements):
+                psi, rows = plan.run_to_tail(steps, b)  # a last permutation goes into the Z-vectors
+                results = measure_exact(measurements, mps, psi, rows)
             else:
-                results = measure_exact(measurements, mps, psi)
+                psi = plan.run(steps, b)
+                if shots and generator is not None:  # the generator is made above exactly when there are shots
+                    results = measure_sampled(measurements, mps, psi, shots, generator)
+                else:
+                    results = measure_exact(measurements, mps, psi)
         if tape.batch_size is None:
             results = [r.squeeze(0) for r in results]
         return (tuple(results) if len(results) > 1 else results[0]), shots or 0, b

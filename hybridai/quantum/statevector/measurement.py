@@ -43,12 +43,13 @@ class _Probabilities(torch.autograd.Function):
     @staticmethod
     def forward(ctx, psi: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(psi)
-        return psi.real.square() + psi.imag.square()
+        return psi.real.square().addcmul_(psi.imag, psi.imag)  # one new tensor (at 2^24 entries: 3x faster)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
         (psi,) = ctx.saved_tensors
-        return psi * (2 * grad)
+        # real times real, one new tensor (complex times real converts g to complex first: 2x slower at 2^24)
+        return torch.view_as_complex(torch.view_as_real(psi.resolve_conj()) * grad.unsqueeze(-1)).mul_(2)
 
 
 def probabilities(psi: torch.Tensor) -> torch.Tensor:
@@ -245,13 +246,19 @@ class Measurement:
         return total
 
 
-def measure_exact(measurements: list[Measurement], mps: list[Any], psi: torch.Tensor) -> list[torch.Tensor]:
-    """All exact results of a tape; Z-word expectations together as ONE matrix product."""
+def measure_exact(
+    measurements: list[Measurement], mps: list[Any], psi: torch.Tensor, rows: torch.Tensor | None = None
+) -> list[torch.Tensor]:
+    """All exact results of a tape; Z-word expectations together as ONE matrix product. ``rows``: the state's
+    probabilities come before a basis permutation (``Plan.run_to_tail``; diagonal measurements only), whose
+    inverse ``rows`` takes the Z-vectors to them."""
     probs = probabilities(psi)
     results: list[torch.Tensor | None] = [None] * len(mps)
     diagonal = [i for i, m in enumerate(measurements) if m.diagonal]
+    if rows is not None and len(diagonal) < len(mps):
+        raise ValueError("a permuted state's probabilities measure Z-word expectations only")
     if diagonal:
-        _z_words(results, measurements, mps, diagonal, probs)
+        _z_words(results, measurements, mps, diagonal, probs, rows)
     return [
         m.exact(psi, mp, probs) if result is None else result
         for result, m, mp in zip(results, measurements, mps, strict=True)
@@ -259,11 +266,18 @@ def measure_exact(measurements: list[Measurement], mps: list[Any], psi: torch.Te
 
 
 def _z_words(
-    results: list, measurements: list[Measurement], mps: list[Any], diagonal: list[int], distribution: torch.Tensor
+    results: list,
+    measurements: list[Measurement],
+    mps: list[Any],
+    diagonal: list[int],
+    distribution: torch.Tensor,
+    rows: torch.Tensor | None = None,
 ) -> None:
-    """Fill ``results[i]`` for the diagonal measurements ``i``: their Z-vectors against ``distribution`` ``[B, 2^n]``
-    (probabilities or sample frequencies) as ONE matrix product."""
+    """Fill ``results[i]`` for the diagonal measurements ``i``: their Z-vectors (``rows`` of them, when given)
+    against ``distribution`` ``[B, 2^n]`` (probabilities or sample frequencies) as ONE matrix product."""
     vectors = torch.stack([measurements[i].z_vector(mps[i], distribution.dtype) for i in diagonal], dim=1)
+    if rows is not None:
+        vectors = vectors.index_select(0, rows)
     for i, column in zip(diagonal, (distribution @ vectors).unbind(1), strict=True):
         results[i] = column
 

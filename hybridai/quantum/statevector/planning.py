@@ -8,6 +8,8 @@ and diagonal gates (RZ, CRZ, IsingZZ, ...) merge into ONE permutation and ONE ph
 vector; a run of steps that does not depend on the batch (the trainable ansatz) becomes
 one unitary applied to the whole batch as a matrix product when 2^n is small against the
 batch; everything else is applied as small matrix products on ``[B, ..., 2, ...]`` views.
+A last run of constant gates (an entangler ring) before measurements of Z-words only is not
+applied: it permutes the probabilities, so it goes into the measured Z-vectors (``Plan.tail``).
 Everything is plain torch, so autograd gives exact gradients on CPU and CUDA.
 """
 
@@ -71,17 +73,46 @@ class _Permute(torch.autograd.Function):
 
 
 class _PermuteRows(torch.autograd.Function):
-    """``psi[:, perm].T`` as ONE contiguous gather: the permuted state laid out ``[2^n, B]``."""
+    """``psi[:, perm].T``: the permuted state laid out ``[2^n, B]``, as a transposed copy and a gather of its
+    rows (2^n rows of B amplitudes). One gather from the transposed view reads one amplitude per index: 8.3 ms
+    against 3.4 + 1.3 ms at 12 qubits, batch 256, complex128 (0.24 against 0.07 + 0.03 ms at 8) on an AMD EPYC."""
 
     @staticmethod
     def forward(ctx, psi: torch.Tensor, perm: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(inverse)
-        return psi.T.index_select(0, perm)
+        return psi.T.contiguous().index_select(0, perm)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         (inverse,) = ctx.saved_tensors
         return grad.index_select(0, inverse).T, None, None
+
+
+class _Outer(torch.autograd.Function):
+    """Row-wise Kronecker product ``[Ba, I] x [Bb, J] -> [B, I J]`` (``Ba``, ``Bb``: 1 or ``B``), whose backward
+    is two batched matrix-vector products; autograd's own (products and sums over a trailing axis of size J, of
+    the full ``[B, I, J]`` size, twice): 8.4 against 3.8 ms forward + backward for ``[256, 256] x [256, 16]``
+    complex128 on a 2-core AMD EPYC."""
+
+    @staticmethod
+    def forward(ctx, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(a, b)
+        return (a.unsqueeze(-1) * b.unsqueeze(-2)).flatten(1)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        a, b = ctx.saved_tensors
+        # contiguous first: a gradient laid out [2^n, B] (``_PermuteRows``' backward) reshapes to a strided view,
+        # which the batched products would copy one small matrix at a time (30 ms at 12 qubits, batch 256)
+        g = grad.contiguous().view(grad.shape[0], a.shape[1], b.shape[1])
+        ga = (g @ b.conj().unsqueeze(-1)).squeeze(-1).sum_to_size(a.shape) if ctx.needs_input_grad[0] else None
+        gb = (a.conj().unsqueeze(-2) @ g).squeeze(-2).sum_to_size(b.shape) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+def outer_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``out[r, i * J + j] = a[r, i] * b[r, j]`` for ``a [Ba, I]``, ``b [Bb, J]`` (a row count of 1 broadcasts)."""
+    return _Outer.apply(a, b)
 
 
 def permute(psi: torch.Tensor, perm: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
@@ -190,7 +221,25 @@ class Plan:
                 self.fused_runs += 1
             else:
                 self.funcs.extend(self._compile(keys, run))
+                if j == len(keys):
+                    self._find_tail(keys, run)
             i = j
+
+    # a trailing run of constant permutations/phases (the last entangler ring): (its inverse permutation, or None
+    # for phases alone); probabilities after it are those before it permuted, so diagonal measurements take it
+    # into their vectors (``run_to_tail``) instead of the state going through it, forward and backward
+    tail: tuple[torch.Tensor | None] | None = None
+
+    def _find_tail(self, keys: list[tuple], run: list[int]) -> None:
+        """Set ``tail`` when the last function ``_compile`` made of ``run`` (the plan's last) is its trailing chain
+        of constant monomial steps (``_monomial``: one chain, as nothing follows it), with no diagonal step."""
+        k = len(run)
+        while k and keys[run[k - 1]][0] in ("mono", "diag"):
+            k -= 1
+        if k == len(run) or any(keys[i][0] != "mono" for i in run[k:]):
+            return
+        _, inverse, _, _ = self._chain(keys, run[k:])  # phases of constant gates have modulus 1
+        self.tail = (inverse,)
 
     @staticmethod
     def _product_friendly(key: tuple) -> bool:
@@ -259,7 +308,7 @@ class Plan:
             gather_product(columns[:, 2 * start : 2 * start + 2 * bits.shape[1]], bits) for start, bits in self._groups
         ]
         for part in parts:
-            state = (state.unsqueeze(-1) * part.unsqueeze(-2)).flatten(1)
+            state = outer_rows(state, part)
         return state.expand(b, -1) if state.shape[0] == 1 else state
 
     def _zero_columns(self) -> torch.Tensor:
@@ -468,6 +517,17 @@ class Plan:
         for f in self.funcs:
             psi = f(psi, steps)
         return psi
+
+    def run_to_tail(self, steps: list[Step], b: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(psi, rows)``: the state before the plan's ``tail`` (which must be set) and the index that takes
+        vectors ``v`` of the final probabilities to ``v[rows]`` of these (None: the same vectors): for
+        measurements that read the probabilities only."""
+        if self.tail is None:
+            raise ValueError("the plan has no trailing permutation")
+        psi = self.init(steps, b)
+        for f in self.funcs[:-1]:
+            psi = f(psi, steps)
+        return psi, self.tail[0]
 
 
 MIN_STATES = 4  # the fewest statevectors a run keeps (initial state, result, probabilities, a gradient)
