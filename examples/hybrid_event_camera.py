@@ -5,8 +5,8 @@ on the CPU, then deployed: the front end on a chip (`--chip loihi2`: a sigma-del
 `loihi2.fake_quantize`, the default; `loihi` or `nengo`: a LIF layer; `akida`: a small CNN on the events summed
 into frames), the circuit exact, on a noisy device (default `density:fake_manila`; `--quantum aer:fake_manila`,
 `ibm:fake_manila`, any quantum backend) with `--shots`, and with zero-noise extrapolation (`--no-zne` to skip
-it); the rest on torch. Baselines: a classical layer in place of the circuit, a dense float front end in place of the chip's.
-Prints the tables (accuracy per placement with a legend, the chip's cost, per-segment costs) and saves
+it); the rest on torch. Baselines: a classical layer in place of the circuit, a dense float front end in place
+of the chip's. Prints the tables (accuracy per placement with a legend, the chip's cost, per-segment costs) and saves
 DIR/hybrid_demo.png. Measured on 2 CPU cores: about 20 s with the defaults
 (`time python examples/hybrid_event_camera.py`).
 
