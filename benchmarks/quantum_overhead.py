@@ -16,6 +16,10 @@ what this machine's torch itself needs for the step. Prints the CPU model, milli
 the ratio PennyLane / hybridai, and hybridai / floor.
 
     python benchmarks/quantum_overhead.py [--repeats 50]
+
+`make bench` runs:
+
+    bench-args: --repeats 100
 """
 
 from __future__ import annotations
