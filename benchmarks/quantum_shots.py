@@ -13,15 +13,24 @@ the batch in one run). Prints the CPU model, seconds (median) and ratios.
 from __future__ import annotations
 
 import argparse
+import statistics
 
 import pennylane as qml
 import torch
 from machine import cpu_model
-from quantum_layer import make_circuit, step_time
+from quantum_layer import WARMUP, make_circuit, stepper
 
 from hybridai import QuantumLayer
 
 LAYERS = 3
+
+
+def step_time(forward, x: torch.Tensor, params: list[torch.Tensor], repeats: int) -> float:
+    """Median seconds of one forward + backward, after the warm-up."""
+    step = stepper(forward, x, params)
+    for _ in range(WARMUP):
+        step()
+    return statistics.median(step() for _ in range(repeats))
 
 
 def main() -> None:

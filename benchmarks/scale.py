@@ -13,7 +13,7 @@ Sections (``--sections``; all by default):
   ``--repeats`` rounds of about ``--samples`` samples each (whole epochs), after one warm-up epoch;
   a setup stops after 10 s of timed rounds (the rounds column says how many ran).
 
-* ``memory``: what gradient checkpointing (``checkpoint_steps=K``) saves on a long spiking
+* ``memory``: what gradient checkpointing (``recompute_steps=K``) saves on a long spiking
   sequence: T=1000 steps, batch 32, 512 neurons, forward + backward of ``spikes.sum()`` for
   Linear 128->512 -> LIF (the common case), Linear -> CUBA with a learnt alpha (two traces saved
   without checkpointing) and Linear -> RepeatEncoder -> LIF (a static input current, whose input
@@ -25,7 +25,7 @@ Sections (``--sections``; all by default):
   and the step time; the ratio is without / with.
 
     python benchmarks/scale.py [--sections throughput] [--qubits 6] [--batch 64 256] [--samples 10000] [--repeats 3]
-    python benchmarks/scale.py --sections memory [--memory-steps 1000] [--checkpoint-steps 32] [--neurons 512]
+    python benchmarks/scale.py --sections memory [--memory-steps 1000] [--recompute-steps 32] [--neurons 512]
 """
 
 from __future__ import annotations
@@ -177,9 +177,9 @@ def _memory_worker(settings: dict) -> dict:
     else:
         x, encoder = torch.rand(steps, batch, 128, device=device), nn.Identity()
     if "CUBA" in settings["model"]:
-        layer = CUBA(0.8, 0.9, learn_alpha=True, checkpoint_steps=chunk).to(device)
+        layer = CUBA(0.8, 0.9, learn_alpha=True, recompute_steps=chunk).to(device)
     else:
-        layer = LIF(0.9, checkpoint_steps=chunk).to(device)
+        layer = LIF(0.9, recompute_steps=chunk).to(device)
 
     def run(inputs: torch.Tensor = x) -> torch.Tensor:
         return layer(encoder(linear(inputs)))
@@ -237,7 +237,7 @@ def _memory_worker(settings: dict) -> dict:
 def memory(
     steps: int = 1000, batch: int = 32, neurons: int = 512, chunk: int = 32, repeats: int = 3, threads: int = 1
 ) -> list[dict]:
-    """Rows ``{model, checkpoint_steps, device, saved, peak, rss, seconds}`` (bytes, seconds per step).
+    """Rows ``{model, recompute_steps, device, saved, peak, rss, seconds}`` (bytes, seconds per step).
 
     ``rss`` (peak resident-set growth) is measured on the CPU only; on CUDA ``peak`` is
     ``torch.cuda.max_memory_allocated`` above what was allocated before the step.
@@ -248,12 +248,12 @@ def memory(
     device = "cuda" if torch.cuda.is_available() else "cpu"
     rows = []
     for model in MEMORY_MODELS:
-        for checkpoint_steps in (None, chunk):
-            settings = {"model": model, "steps": steps, "batch": batch, "neurons": neurons, "chunk": checkpoint_steps}
+        for recompute_steps in (None, chunk):
+            settings = {"model": model, "steps": steps, "batch": batch, "neurons": neurons, "chunk": recompute_steps}
             settings |= {"repeats": repeats, "threads": threads, "device": device}
             with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:  # a fresh process
                 result = pool.submit(_memory_worker, settings).result()
-            rows.append({"model": model, "checkpoint_steps": checkpoint_steps, "device": device} | result)
+            rows.append({"model": model, "recompute_steps": recompute_steps, "device": device} | result)
     return rows
 
 
@@ -266,12 +266,12 @@ def print_memory(rows: list[dict], settings: dict) -> None:
         f"device {rows[0]['device']}, torch {torch.__version__}, {settings['threads']} thread(s)"
     )
     allocator = "torch.cuda" if rows[0]["device"] == "cuda" else "torch CPU allocator"
-    print(f"| model | checkpoint_steps | saved for backward MiB | peak allocated MiB ({allocator}) | "
+    print(f"| model | recompute_steps | saved for backward MiB | peak allocated MiB ({allocator}) | "
           "peak RSS growth MiB | s / step |")  # fmt: skip
     print("|---|---|---|---|---|---|")
     for row in rows:
         rss = f"{row['rss'] / mib:.1f}" if "rss" in row else "-"
-        print(f"| {row['model']} | {row['checkpoint_steps'] or 'off'} | {row['saved'] / mib:.1f} | "
+        print(f"| {row['model']} | {row['recompute_steps'] or 'off'} | {row['saved'] / mib:.1f} | "
               f"{row['peak'] / mib:.1f} | {rss} | {row['seconds']:.3f} |")  # fmt: skip
     print()
     for model in MEMORY_MODELS:
@@ -279,7 +279,7 @@ def print_memory(rows: list[dict], settings: dict) -> None:
         ratios = [f"saved {off['saved'] / on['saved']:.2f}x", f"peak allocated {off['peak'] / on['peak']:.2f}x"]
         if "rss" in off and on["rss"] > 0:
             ratios.append(f"peak RSS growth {off['rss'] / on['rss']:.2f}x")
-        print(f"{model}: without / with checkpoint_steps={on['checkpoint_steps']}: {', '.join(ratios)}; "
+        print(f"{model}: without / with recompute_steps={on['recompute_steps']}: {', '.join(ratios)}; "
               f"time {on['seconds'] / off['seconds']:.2f}x")  # fmt: skip
 
 
@@ -296,7 +296,7 @@ def main() -> None:
     parser.add_argument("--memory-steps", type=int, default=1000, help="memory: time steps T")
     parser.add_argument("--memory-batch", type=int, default=32, help="memory: batch size")
     parser.add_argument("--neurons", type=int, default=512, help="memory: neurons of the spiking layer")
-    parser.add_argument("--checkpoint-steps", type=int, default=32, help="memory: K of checkpoint_steps=K")
+    parser.add_argument("--recompute-steps", type=int, default=32, help="memory: K of recompute_steps=K")
     parser.add_argument("--threads", type=int, default=1, help="memory: torch threads")
     args = parser.parse_args()
     if "throughput" in args.sections:
@@ -304,7 +304,7 @@ def main() -> None:
         print_throughput(throughput(batches=tuple(args.batch), **settings), settings)
     if "memory" in args.sections:
         settings = {"steps": args.memory_steps, "batch": args.memory_batch, "neurons": args.neurons}
-        settings |= {"chunk": args.checkpoint_steps, "threads": args.threads}
+        settings |= {"chunk": args.recompute_steps, "threads": args.threads}
         print_memory(memory(repeats=args.repeats, **settings), settings)
 
 

@@ -92,7 +92,7 @@ class StatevectorBackend(QuantumExecutor):
         )
         super().__init__(None if target is None else str(self.torch_device), **options)
         self.max_memory, self.fuse_max_qubits, self.shots, self.seed = max_memory, fuse_max_qubits, shots, seed
-        self._plans: OrderedDict[tuple, tuple[Plan, list[Measurement]]] = OrderedDict()
+        self._plans: OrderedDict[tuple, tuple[Plan | None, list[Measurement]]] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -113,7 +113,7 @@ class StatevectorBackend(QuantumExecutor):
             return self.torch_device
         return tensors[0].device if tensors else torch.device("cpu")
 
-    def _plan(self, key: tuple, make: Any) -> tuple[Plan, list[Measurement]]:
+    def _plan(self, key: tuple, make: Any) -> tuple[Plan | None, list[Measurement]]:
         with self._lock:
             if key in self._plans:
                 self._plans.move_to_end(key)
@@ -139,7 +139,14 @@ class StatevectorBackend(QuantumExecutor):
         return Execution(results, stats)
 
     def _prepared(
-        self, operations: Any, mps: Any, wires: list, device: torch.device, b: int, check: Any = None
+        self,
+        operations: Any,
+        mps: Any,
+        wires: list,
+        device: torch.device,
+        b: int,
+        check: Any = None,
+        planned: bool = True,
     ) -> tuple:
         """(plan, measurements, steps) of ``operations`` measured by ``mps`` on ``b`` states; ``check(keys)`` is
         called with the steps' keys before planning (which takes seconds and GiB at 24 qubits)."""
@@ -156,10 +163,13 @@ class StatevectorBackend(QuantumExecutor):
             device,
             self.cdtype,
             tuple(map(_measurement_key, mps)),
+            planned,
         )
 
-        def make() -> tuple[Plan, list[Measurement]]:
+        def make() -> tuple[Plan | None, list[Measurement]]:
             measurements = [Measurement(mp, n, converter, device) for mp in mps]
+            if not planned:  # the adjoint route runs ``steps`` itself: no backprop plan to build
+                return None, measurements
             return Plan([s.key for s in steps], n, fuse, device, self.cdtype), measurements
 
         plan, measurements = self._plan(key, make)  # measurements keep an equal converter: same key
@@ -206,13 +216,15 @@ class StatevectorBackend(QuantumExecutor):
             states = {"adjoint": ADJOINT_STATES, "backprop": backprop, "best": min(backprop, ADJOINT_STATES)}
             check_size(n, b, self.cdtype, limit, states.get(method, MIN_STATES))
 
-        plan, measurements, steps = self._prepared(tape.operations, tape.measurements, wires, device, b, fewest)
+        plan, measurements, steps = self._prepared(
+            tape.operations, tape.measurements, wires, device, b, fewest, planned=method != "adjoint"
+        )
         mps = tape.measurements
         if method == "best":  # backprop, unless its stored states (one per planned step) would exceed the limit
             itemsize = self.cdtype.itemsize
             kept = itemsize * 2**n * b * (len(plan.funcs) + MIN_STATES) + plan.fused_runs * itemsize * 4**n * 8
             method = "adjoint" if kept > limit else "backprop"
-        if method == "adjoint":
+        if method == "adjoint" or plan is None:
             check_size(n, b, self.cdtype, limit, ADJOINT_STATES)
             measure = lambda psi: measure_exact(measurements, mps, psi)  # noqa: E731
             results = run_adjoint(steps, n, b, self.cdtype, device, measure, limit)
