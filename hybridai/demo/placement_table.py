@@ -1,6 +1,6 @@
 """The demo's accuracy table: one row per placement of the model (and per baseline), its legend, the chip's cost.
 
-A row's numbers come from a ``HybridReport`` (``deployment.report(x, labels)``): the test accuracy, how often
+A row's numbers come from a ``DeploymentReport`` (``deployment.report(x, labels)``): the test accuracy, how often
 the deployed model predicts the float model's class, the circuit's relative error alone, and the wall
 seconds of its chip, quantum and classical segments. The float model and the baselines carry their
 training seconds instead.

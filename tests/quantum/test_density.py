@@ -92,9 +92,24 @@ def test_values_equal_aer_on_fake_devices(device, n, seed):
 def test_values_equal_aer_with_depolarizing_rates_and_no_device(seed):
     """Without a device both transpile for Aer's simulator (level 1 merges one-qubit runs into u1/u2/u3, which the
     rates leave noiseless, on both). CSWAP is left out: Aer's density-matrix method refuses the cswap that
-    transpiling for AerSimulator() keeps (density runs it)."""
+    transpiling for AerSimulator() keeps (density runs it; the next test)."""
     aer, density = run_both("", random_tape(seed, 3, exclude=("CSWAP",)), 3, depolarizing=(0.02, 0.05))
     torch.testing.assert_close(density, aer, rtol=0, atol=1e-10)
+
+
+def test_aer_refuses_gates_its_density_matrix_method_cannot_take_before_sending_a_job():
+    """cswap survives transpiling for AerSimulator(); Aer's density-matrix method refuses it. aer says so by name
+    before any job (no retries), pointing to density, which runs it and agrees with aer's sampled estimate."""
+    tape = qml.tape.QuantumScript(
+        [qml.RY(0.7, 0), qml.RX(1.1, 1), qml.CSWAP([0, 1, 2]), qml.RY(0.3, 2)], [qml.expval(qml.PauliZ(2))]
+    )
+    config = ExecutionConfig((0, 1, 2))
+    aer = backends.get("aer", depolarizing=0.02)
+    with pytest.raises(UnsupportedOperationError, match=r"\['cswap'\]; accepted: backend='density'"):
+        aer.execute([tape], config)
+    density = backends.get("density", depolarizing=0.02).execute([tape], config).results[0]
+    sampled = aer.execute([tape], ExecutionConfig((0, 1, 2), shots=20000, seed=3)).results[0]
+    assert abs(float(density) - float(sampled)) < 5 * 1 / np.sqrt(20000)  # |<Z>| <= 1: standard error <= 1/sqrt(N)
 
 
 def thermal_model(readout: bool = True):

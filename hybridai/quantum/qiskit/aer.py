@@ -3,13 +3,14 @@ user's ``qiskit_aer.noise.NoiseModel``)."""
 
 from __future__ import annotations
 
+import functools
 import numbers
 from typing import Any
 
 import numpy as np
 
 from hybridai.core.capabilities import QuantumCapabilities
-from hybridai.core.errors import ConfigError, invalid, non_negative_int
+from hybridai.core.errors import ConfigError, UnsupportedOperationError, invalid, non_negative_int
 from hybridai.core.execution import ExecutionConfig
 from hybridai.quantum.qiskit.executor import QiskitBackend, Tally, column
 from hybridai.quantum.qiskit.fake_devices import fake_backend
@@ -132,10 +133,24 @@ class AerBackend(QiskitBackend):
         if config.shots is None and self.options.get("readout_error") is not None:
             raise invalid("shots", None, "a number of shots when readout_error is set (readout errors act on samples)")
         if config.shots is None:
+            if self.noise_model is not None:
+                self._check_density_gates([c for c, _ in pairs])
             pubs = [(c, column(o), v) for (c, o), v in zip(pairs, values, strict=True)]
             result = self.run_job(lambda: self._estimator(config.seed).run(pubs), tally)
             return [np.moveaxis(np.asarray(r.data.evs), 0, -1) for r in result]  # each [S, B, R]
         return self._sampled(pairs, values, config, tally)
+
+    def _check_density_gates(self, circuits: list[Any]) -> None:
+        """Refuse, before a job is sent (and retried), gates that Aer's density-matrix method does not take
+        (``cswap``, ``crx``, ... are kept by transpiling for ``AerSimulator()`` without a device): decomposing them
+        would put the noise model's errors on gates the circuit does not have."""
+        refused = sorted({i.operation.name for c in circuits for i in c.data} & _density_matrix_refuses())
+        if refused:
+            raise UnsupportedOperationError(
+                f"{self.name!r} with noise and shots=None simulates the density matrix, whose Aer method does not "
+                f"take the gates {refused}; accepted: backend='density' (the same noise model; it runs these gates), "
+                "shots=N (sampled), or a device target ('aer:fake_<device>')"
+            )
 
     def _sampled(
         self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], config: ExecutionConfig, tally: Tally
@@ -166,6 +181,18 @@ class AerBackend(QiskitBackend):
     def _measured(self, circuit: Any, basis: dict) -> tuple[Any, tuple[int, ...]]:
         return self.cached(("measured", id(circuit), basis["key"]),
                            lambda: measured_circuit(circuit, basis, self.hardware()))  # fmt: skip
+
+
+@functools.cache
+def _density_matrix_refuses() -> frozenset[str]:
+    """Instructions Aer's statevector method takes and its density-matrix method does not."""
+    from qiskit_aer import AerSimulator
+
+    names = {
+        method: set(AerSimulator(method=method).configuration().basis_gates)
+        for method in ("statevector", "density_matrix")
+    }
+    return frozenset(names["statevector"] - names["density_matrix"])
 
 
 def measured_circuit(circuit: Any, basis: dict, hardware: Any) -> tuple[Any, tuple[int, ...]]:
