@@ -2,7 +2,8 @@
 
 AngleEmbedding + StronglyEntanglingLayers (3 layers, CNOT ring), <Z> on every qubit, 4 qubits,
 batch 64, 1000 shots, forward + backward (gradients of the 36 weights by the parameter-shift rule),
-one torch thread, all in this one process: PennyLane default.qubit with shots (parameter-shift,
+one thread for every engine (``OMP_NUM_THREADS=1`` before any import), all in this one process, timed in
+turn after a warm-up: PennyLane default.qubit with shots (parameter-shift,
 broadcasting), hybridai on Aer (``backend="aer"``: sampler, every shifted circuit in one call) and
 hybridai's statevector backend (samples drawn from its own batched states, every shifted circuit of
 the batch in one run). Prints the CPU model, seconds (median) and ratios.
@@ -12,25 +13,21 @@ the batch in one run). Prints the CPU model, seconds (median) and ratios.
 
 from __future__ import annotations
 
-import argparse
-import statistics
+import os
 
-import pennylane as qml
-import torch
-from machine import cpu_model
-from quantum_layer import WARMUP, make_circuit, stepper
+os.environ["OMP_NUM_THREADS"] = "1"  # before numpy, torch and Aer are imported
 
-from hybridai import QuantumLayer
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+
+import pennylane as qml  # noqa: E402
+import torch  # noqa: E402
+from machine import cpu_model  # noqa: E402
+from quantum_layer import interleaved, make_circuit, stepper  # noqa: E402
+
+from hybridai import QuantumLayer  # noqa: E402
 
 LAYERS = 3
-
-
-def step_time(forward, x: torch.Tensor, params: list[torch.Tensor], repeats: int) -> float:
-    """Median seconds of one forward + backward, after the warm-up."""
-    step = stepper(forward, x, params)
-    for _ in range(WARMUP):
-        step()
-    return statistics.median(step() for _ in range(repeats))
 
 
 def main() -> None:
@@ -42,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     n = args.qubits
-    print(f"CPU: {cpu_model()}, torch threads: {torch.get_num_threads()}")
+    print(f"CPU: {cpu_model()}, torch threads: {torch.get_num_threads()}, OMP_NUM_THREADS=1 (Aer: 1 thread)")
     print(f"{n} qubits, batch {args.batch}, {args.shots} shots, {LAYERS} SEL layers, parameter-shift step\n")
     torch.manual_seed(0)
     circuit = make_circuit(n)
@@ -50,14 +47,14 @@ def main() -> None:
     weights = torch.rand(LAYERS, n, 3, dtype=torch.float64, requires_grad=True)
     qnode = qml.QNode(circuit, qml.device("default.qubit", wires=n), interface="torch", diff_method="parameter-shift")
     qnode = qml.set_shots(qnode, shots=args.shots)
-    times = {"PennyLane default.qubit (shots)": step_time(lambda v: torch.stack(qnode(v, weights), -1), x, [weights],
-                                                          args.repeats)}  # fmt: skip
+    steps = {"PennyLane default.qubit (shots)": stepper(lambda v: torch.stack(qnode(v, weights), -1), x, [weights])}
     for label, backend in (("hybridai aer", "aer"), ("hybridai statevector", "statevector")):
         layer = QuantumLayer(circuit, n, {"weights": (LAYERS, n, 3)}, backend=backend, shots=args.shots, seed=1)
         layer = layer.double()
         with torch.no_grad():
             layer.weights.copy_(weights)
-        times[label] = step_time(layer, x, [layer.weights], args.repeats)
+        steps[label] = stepper(layer, x, [layer.weights])
+    times = {label: statistics.median(t) for label, t in interleaved(steps, args.repeats).items()}
     ours = times["hybridai statevector"]
     print("| method | seconds per step | statevector speed-up |")
     print("|---|---|---|")
