@@ -163,16 +163,17 @@ class StatevectorBackend(QuantumExecutor):
             device,
             self.cdtype,
             tuple(map(_measurement_key, mps)),
-            planned,
         )
 
-        def make() -> tuple[Plan | None, list[Measurement]]:
-            measurements = [Measurement(mp, n, converter, device) for mp in mps]
-            if not planned:  # the adjoint route runs ``steps`` itself: no backprop plan to build
-                return None, measurements
-            return Plan([s.key for s in steps], n, fuse, device, self.cdtype), measurements
+        def build() -> Plan | None:  # the adjoint route runs ``steps`` itself: no backprop plan to build
+            return Plan([s.key for s in steps], n, fuse, device, self.cdtype) if planned else None
 
-        plan, measurements = self._plan(key, make)  # measurements keep an equal converter: same key
+        # measurements keep an equal converter: same key
+        plan, measurements = self._plan(key, lambda: (build(), [Measurement(mp, n, converter, device) for mp in mps]))
+        if plan is None and planned:  # cached by an adjoint run: the plan is built once, the measurements kept
+            plan = build()
+            with self._lock:
+                self._plans[key] = (plan, measurements)
         return plan, measurements, steps
 
     def _method(self, config: ExecutionConfig, needs_grad: bool, shots: int | None, n: int, b: int, limit: int) -> str:
