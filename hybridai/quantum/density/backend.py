@@ -230,7 +230,7 @@ class DensityBackend(QiskitBackend):
     def _exact_plan(self, converted: Converted, keep_gates: bool, level: int) -> Plan:
         def make() -> Plan:
             circuit, observables = self.transpiled(converted, keep_gates)
-            plan = compile_circuit(circuit, self.noise, used_qubits(circuit, observables))
+            plan = compile_circuit(circuit, self.noise, used_qubits(circuit, observables), converted.channels)
             plan.readout = exact_readout(plan, observables)
             return plan
 
@@ -240,7 +240,8 @@ class DensityBackend(QiskitBackend):
         def make() -> Plan:
             measured, _ = measured_circuit(circuit, basis, self.hardware())
             letters = tuple(sorted(basis["letters"]))
-            plan = compile_circuit(measured, self.noise, used_qubits(measured, [], basis["letters"]))
+            used = used_qubits(measured, [], basis["letters"])
+            plan = compile_circuit(measured, self.noise, used, converted.channels)
             readouts = [self.noise.readout(q) for q in letters]
             plan.readout = sampled_readout(plan, letters, sorted(basis["labels"]), readouts)
             return plan

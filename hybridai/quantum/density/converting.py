@@ -15,9 +15,7 @@ import dataclasses
 import threading
 from typing import Any
 
-import numpy as np
-
-from hybridai.quantum.qiskit.conversion import Converted, _gates, _terms, convert
+from hybridai.quantum.qiskit.conversion import Converted, _gates, _terms, convert, gate_key
 
 
 def structure_key(tape: Any, wires: list) -> tuple[tuple, list[Any]] | None:
@@ -35,8 +33,7 @@ def structure_key(tape: Any, wires: list) -> tuple[tuple, list[Any]] | None:
             measured.append((kind, tuple(position.get(w, w) for w in (mp.wires or wires))))
         else:
             return None
-    gate_key = tuple((g, q, None if isinstance(a, int | None) else np.asarray(a).tobytes()) for g, q, a in gates)
-    return (len(wires), gate_key, tuple(measured)), params
+    return (len(wires), gate_key(gates), tuple(measured)), params
 
 
 _SKELETONS: dict[tuple, Converted] = {}  # structure -> the first tape's conversion (never modified), for all backends
@@ -59,7 +56,7 @@ def converted(tape: Any, wires: list) -> Converted:
             if len(_SKELETONS) >= LIMIT:
                 del _SKELETONS[next(iter(_SKELETONS))]
             skeleton = _SKELETONS.setdefault(key, skeleton)
-    return Converted(skeleton.circuit, params, skeleton.observables, skeleton.post, skeleton.key)
+    return Converted(skeleton.circuit, params, skeleton.observables, skeleton.post, skeleton.key, skeleton.channels)
 
 
 __all__ = ["converted", "structure_key"]

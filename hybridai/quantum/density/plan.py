@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from hybridai.quantum.density.channels import Expansion
+from hybridai.quantum.qiskit.channels import ChannelSpec
 from hybridai.quantum.qiskit.expressions import Angle
 
 Factor = tuple[str, Any]
@@ -28,9 +29,10 @@ Factor = tuple[str, Any]
 class Param:
     """One parametric gate: its angle and the expansion of its PTM (on its block's qubit order)."""
 
-    angle: Angle
-    expansion: Expansion
+    angle: Angle | None
+    expansion: Expansion | None
     affine: tuple[int, float, float] | None = None  # (i, a, b): the angle is a * theta[i] + b
+    channel: ChannelSpec | None = None  # a PennyLane channel with rates instead of a gate (no angle, no expansion)
     group: int = -1  # params of one matrix size and frequency set are evaluated together
     slot: int = -1
 
@@ -64,7 +66,8 @@ class Plan:
         self.blocks: list[Block] = []
         self.constants: list[np.ndarray] = []
         self.params: list[Param] = []
-        self.groups: list[tuple[int, tuple[float, ...], list[int]]] = []  # (D, frequencies, params)
+        self.groups: list[tuple[int, tuple[float, ...] | None, list[int]]] = []  # (D, frequencies or None for
+        # channels, params)
         self.chains: list[tuple[Factor, ...]] = []
         self.chain_table = np.zeros((0, 0), dtype=np.int64)  # [L, C] pool indices
         self.chain_constants: list[int] = []  # constants in the pool, after the identity
@@ -90,8 +93,11 @@ class Plan:
         def index(a: Any) -> torch.Tensor:
             return torch.as_tensor(np.asarray(a, dtype=np.int64), device=device)
 
-        groups = []  # batch-last: [D, D, G] constants, [F, D, D, G] cosine and sine terms
+        groups: list[Any] = []  # batch-last: [D, D, G] constants, [F, D, D, G] cosine and sine terms
         for _, frequencies, members in self.groups:
+            if frequencies is None:  # channels: their PTMs are made from their rates in each call
+                groups.append(None)
+                continue
             exps = [self.params[i].expansion for i in members]
             cos = put(np.moveaxis(np.array([[c for _, c, _ in e.terms] for e in exps]), 0, -1)) if frequencies else None
             sin = put(np.moveaxis(np.array([[s for _, _, s in e.terms] for e in exps]), 0, -1)) if frequencies else None

@@ -25,7 +25,10 @@ from hybridai.core.errors import ConfigError
 from hybridai.quantum.density.channels import LETTER_CODES, embed, reorder
 from hybridai.quantum.density.gates import check_simulated, constant_ptm, parametric
 from hybridai.quantum.density.noise import Noise
+from hybridai.quantum.density.pennylane_channels import kraus_channel_ptm, reordered
 from hybridai.quantum.density.plan import Block, Factor, Param, Plan, Readout
+from hybridai.quantum.qiskit.channels import ChannelSpec
+from hybridai.quantum.qiskit.conversion import CHANNEL_LABEL
 
 
 def used_qubits(circuit: Any, observables: list[Any], letters: dict[int, str] | None = None) -> tuple[int, ...]:
@@ -39,8 +42,11 @@ def used_qubits(circuit: Any, observables: list[Any], letters: dict[int, str] | 
     return tuple(sorted(used))
 
 
-def compile_circuit(circuit: Any, noise: Noise, physical: tuple[int, ...]) -> Plan:
-    """The blocks of ``circuit`` with ``noise`` (module docstring) on the simulated ``physical`` qubits."""
+def compile_circuit(
+    circuit: Any, noise: Noise, physical: tuple[int, ...], channels: list[ChannelSpec] | tuple = ()
+) -> Plan:
+    """The blocks of ``circuit`` with ``noise`` (module docstring) on the simulated ``physical`` qubits; its
+    ``channels`` (the converted circuit's PennyLane channels) where their place holders are."""
     plan = Plan(physical)
     sim = {q: s for s, q in enumerate(physical)}
     chains: dict[int, list[Factor]] = {}
@@ -61,8 +67,12 @@ def compile_circuit(circuit: Any, noise: Noise, physical: tuple[int, ...]) -> Pl
         if measured & set(qubits):
             raise ConfigError(f"circuit has {op.name!r} on qubits {list(qubits)} after their measurement; accepted: "
                               "measurements at the end")  # fmt: skip
-        check_simulated(op, qubits, len(instruction.clbits))
-        factors = _factors(plan, op, qubits, sim, noise, f"{op.name} (instruction {position})")
+        label = getattr(op, "label", None) or ""
+        if op.name == "kraus" and label.startswith(CHANNEL_LABEL):
+            factors = [_channel(plan, channels[int(label[len(CHANNEL_LABEL) :])], qubits, sim)]
+        else:
+            check_simulated(op, qubits, len(instruction.clbits))
+            factors = _factors(plan, op, qubits, sim, noise, f"{op.name} (instruction {position})")
         targets = tuple(sorted(sim[q] for q in qubits))
         if len(targets) == 1:
             chain = chains.setdefault(targets[0], [])
@@ -109,6 +119,16 @@ def _factors(plan: Plan, op: Any, qubits: tuple[int, ...], sim: dict[int, int], 
     return factors
 
 
+def _channel(plan: Plan, spec: ChannelSpec, qubits: tuple[int, ...], sim: dict[int, int]) -> Factor:
+    """A PennyLane channel's factor on its simulated qubits (sorted): constant (Kraus matrices), or made from its
+    rates in each call."""
+    spec = reordered(spec, _order([sim[q] for q in qubits]))  # a channel is big-endian over its qubits as given
+    if spec.kraus is not None:
+        return plan.constant(kraus_channel_ptm(spec))
+    plan.params.append(Param(None, None, None, spec))
+    return ("p", len(plan.params) - 1)
+
+
 def _order(simulated: list[int]) -> tuple[int, ...]:
     """The permutation that sorts ``simulated`` (as ``channels.reorder`` takes it)."""
     return tuple(simulated.index(s) for s in sorted(simulated))
@@ -143,7 +163,11 @@ def _group(plan: Plan) -> None:
     """Parametric gates of one matrix size and one set of frequencies are evaluated together."""
     index: dict[tuple, int] = {}
     for i, param in enumerate(plan.params):
-        key = (param.expansion.constant.shape[0], param.expansion.frequencies)
+        if param.channel is not None:
+            key: tuple = (4**param.channel.k, None)
+        else:
+            assert param.expansion is not None
+            key = (param.expansion.constant.shape[0], param.expansion.frequencies)
         if key not in index:
             index[key] = len(plan.groups)
             plan.groups.append((key[0], key[1], []))

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from hybridai.core.errors import ShapeError
+from hybridai.quantum.density import pennylane_channels
 from hybridai.quantum.density.plan import Plan
 
 
@@ -86,7 +87,10 @@ def _parametric(
     """Every parametric gate's PTM, batch-last ``[D, D, G, rows]`` per group (matrix size, frequencies)."""
     rows = values.shape[1]
     out = []
-    for g, (_, _, members) in enumerate(plan.groups):
+    for g, (_, kind, members) in enumerate(plan.groups):
+        if kind is None:  # PennyLane channels: PTMs of their rates (each [rows])
+            out.append(torch.stack([_channel(plan.params[i].channel, values) for i in members], 2))
+            continue
         constant, frequencies, cos_terms, sin_terms, affine = tensors["groups"][g]
         if affine is not None:
             index, scale, shift = affine
@@ -100,6 +104,13 @@ def _parametric(
             matrices = matrices + sin_terms[f][..., None] * torch.sin(phase)
         out.append(matrices if frequencies else matrices.expand(-1, -1, -1, rows))
     return out
+
+
+def _channel(spec: Any, values: torch.Tensor) -> torch.Tensor:
+    """A channel's PTM ``[D, D, rows]`` from its rates (rows of ``values``), after checking their ranges."""
+    rates = [values[i] for i in spec.rates]
+    pennylane_channels.check_rates(spec, rates)
+    return pennylane_channels.ptm(spec, rates)
 
 
 def _rows(value: Any, rows: int, like: torch.Tensor) -> torch.Tensor:

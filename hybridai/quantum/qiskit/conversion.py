@@ -42,6 +42,20 @@ class Converted:
     observables: list[Any]  # SparsePauliOp per raw column
     post: list[tuple[str, Any]]  # per measurement: ("expval", i) | ("var", (i, j)) | ("probs", slice)
     key: tuple = field(default=())
+    channels: list[Any] = field(default_factory=list)  # per channel placeholder (label CHANNEL_LABEL + index): its spec
+
+
+CHANNEL_LABEL = "hybridai channel "  # a PennyLane channel's place in the circuit: a labelled, empty "kraus"
+CHANNEL_ADVICE = (
+    "PennyLane noise channels run on backend='density' (constant, trainable or per-sample rates, differentiable) or "
+    "'pennylane:default.mixed'"
+)
+
+
+def gate_key(gates: list[Gate]) -> tuple:
+    """The gates as an exact, hashable key (constant matrices by their bytes)."""
+    return tuple((g, q, a if isinstance(a, int | None) or g == "channel" else np.asarray(a).tobytes())
+                 for g, q, a in gates)  # fmt: skip
 
 
 def _pauli_op(terms: list[tuple[float, dict[int, str]]], n: int) -> Any:
@@ -84,17 +98,16 @@ def convert(tape: Any, wires: list) -> Converted:
     position = {w: i for i, w in enumerate(wires)}
     gates, params = _gates(tape.operations, position, wires)
     observables, post = _observables(tape.measurements, position, wires)
-    key = (
-        len(wires),
-        tuple((g, q, None if isinstance(a, int | None) else np.asarray(a).tobytes()) for g, q, a in gates),
-        tuple(str(o) for o in observables),
-    )
-    return Converted(_circuit(gates, len(params), len(wires)), params, observables, post, key)
+    key = (len(wires), gate_key(gates), tuple(str(o) for o in observables))
+    channels = [a for g, _, a in gates if g == "channel"]
+    return Converted(_circuit(gates, len(params), len(wires)), params, observables, post, key, channels)
 
 
 def _gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], list[Any]]:
     """Qiskit gates for PennyLane ``operations`` (decomposed where needed, ``hybridai.quantum.decomposition``)
     and one torch parameter per parametric gate."""
+    import pennylane as qml
+
     gates: list[Gate] = []
     params: list[Any] = []
 
@@ -114,7 +127,13 @@ def _gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], li
             qubits = tuple(position[w] for w in op.wires)
         except KeyError as exc:
             raise UnsupportedOperationError(f"{name} acts on wire {exc.args[0]!r}, not among {wires}") from None
-        if name in FIXED:
+        if isinstance(op, qml.operation.Channel):
+            from hybridai.quantum.qiskit.channels import spec_of
+
+            spec, rates = spec_of(op, len(params))
+            gates.append(("channel", qubits, spec))
+            params.extend(rates)
+        elif name in FIXED:
             gates.append((FIXED[name], qubits, None))
         elif name in PARAMETRIC:
             gates.append((PARAMETRIC[name], qubits, len(params)))
@@ -136,13 +155,17 @@ def _gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], li
 def _circuit(gates: list[Gate], n_params: int, n: int) -> Any:
     """A ``QuantumCircuit`` on ``n`` qubits with the ``ParameterVector`` "theta" of ``n_params`` entries."""
     from qiskit import QuantumCircuit
-    from qiskit.circuit import ParameterVector
+    from qiskit.circuit import Instruction, ParameterVector
     from qiskit.circuit.library import UnitaryGate
 
     theta = ParameterVector("theta", n_params)
     circuit = QuantumCircuit(n)
+    channels = 0
     for name, qubits, arg in gates:
-        if name == "unitary":
+        if name == "channel":  # a place holder that no transpiler pass moves gates across (not a unitary gate)
+            circuit.append(Instruction("kraus", len(qubits), 0, [], label=f"{CHANNEL_LABEL}{channels}"), list(qubits))
+            channels += 1
+        elif name == "unitary":
             circuit.append(UnitaryGate(arg), list(reversed(qubits)))
         elif name == "barrier":
             circuit.barrier(*qubits)
