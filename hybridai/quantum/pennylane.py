@@ -42,7 +42,15 @@ from torch.overrides import TorchFunctionMode
 
 from hybridai.core.capabilities import QuantumCapabilities
 from hybridai.core.contracts import Availability, QuantumExecutor
-from hybridai.core.errors import BackendNotFoundError, ConfigError, check_seed, check_shots, invalid, suggest
+from hybridai.core.errors import (
+    BackendNotFoundError,
+    ConfigError,
+    UnsupportedOperationError,
+    check_seed,
+    check_shots,
+    invalid,
+    suggest,
+)
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
 from hybridai.quantum.device_recipes import DeviceRecipe, as_recipe
 from hybridai.quantum.recording import lock as recording_lock
@@ -331,6 +339,19 @@ class PennyLaneBackend(QuantumExecutor):
     def _run_recorded(self, tapes: list[Any], config: ExecutionConfig) -> list[Any]:
         import pennylane as qml
 
+        split = [_rows_of_channels(t) for t in tapes]
+        if any(s is not None for s in split):  # PennyLane's channels do not broadcast: one tape per row
+            parts = [[t] if s is None else s for t, s in zip(tapes, split, strict=True)]
+            results = iter(self._run_recorded([t for p in parts for t in p], config))
+            rows = [[next(results) for _ in p] for p in parts]
+            return [r[0] if s is None else _stacked_rows(r) for r, s in zip(rows, split, strict=True)]
+        if self.target in STATEVECTOR_DEVICES and any(isinstance(op, qml.operation.Channel) for t in tapes
+                                                      for op in t.operations):  # fmt: skip
+            raise UnsupportedOperationError(
+                f"{self.name!r} simulates pure states and cannot apply the noise channels of this circuit; accepted: "
+                "backend='density' (channels with constant, trainable or per-sample rates, differentiable) or "
+                "'pennylane:default.mixed'"
+            )
         extra = _deferred_wires(tapes, config.wires)  # mid-circuit measurements deferred onto wires of their own
         if extra:  # the device is wider than the register: measurements of "every wire" name the register's
             tapes = [_on_register(t, config.wires) for t in tapes]
@@ -352,3 +373,40 @@ class PennyLaneBackend(QuantumExecutor):
             out.append(post(results[start : start + len(parts)]))
             start += len(parts)
         return out
+
+
+def _rows_of_channels(tape: Any) -> list[Any] | None:
+    """The tape split into one tape per row when a noise channel's rate differs per row (PennyLane's channels take
+    one rate: ``default.mixed`` cannot broadcast them), else None."""
+    import pennylane as qml
+    from pennylane.ops.functions import bind_new_parameters
+
+    def dims(op: Any) -> tuple[int, ...]:
+        """The unbatched number of dimensions of each parameter (a channel's ``ndim_params`` follows its data)."""
+        if isinstance(op, qml.operation.Channel):
+            return (2 if op.name == "QubitChannel" else 0,) * len(op.data)
+        return op.ndim_params if op.batch_size is not None else tuple(qml.math.ndim(p) for p in op.data)
+
+    rows = None
+    for op in tape.operations:
+        if isinstance(op, qml.operation.Channel):
+            rows = next((qml.math.shape(p)[0] for p, nd in zip(op.data, dims(op), strict=True)
+                         if qml.math.ndim(p) > nd), rows)  # fmt: skip
+    if rows is None:
+        return None
+
+    def row(op: Any, b: int) -> Any:
+        batched = [qml.math.ndim(p) > nd for p, nd in zip(op.data, dims(op), strict=True)]
+        if not any(batched):
+            return op
+        return bind_new_parameters(op, [p[b] if s else p for p, s in zip(op.data, batched, strict=True)])
+
+    return [qml.tape.QuantumScript([row(op, b) for op in tape.operations], tape.measurements, shots=tape.shots)
+            for b in range(rows)]  # fmt: skip
+
+
+def _stacked_rows(results: list[Any]) -> Any:
+    """One result per row (each a measurement or a tuple of them) stacked into the broadcast layout."""
+    if isinstance(results[0], tuple):
+        return tuple(torch.stack([torch.as_tensor(r[i]) for r in results]) for i in range(len(results[0])))
+    return torch.stack([torch.as_tensor(r) for r in results])

@@ -105,6 +105,37 @@ class DensityBackend(QiskitBackend):
 
         return AerSimulator()
 
+    def transpiled(self, converted: Converted, keep_gates: bool) -> tuple[Any, list[Any]]:
+        """As ``aer`` transpiles; with PennyLane channels on a device, for the device's target extended by the
+        channels' place holders (routed and laid out with the gates, on the physical qubits of their wires)."""
+        if not converted.channels or self.device is None:
+            return super().transpiled(converted, keep_gates)
+        level = 0 if keep_gates else self.optimization_level
+
+        def make() -> tuple[Any, list[Any]]:
+            from qiskit import transpile
+
+            seed = self.seed if self.seed is not None else 1234
+            circuit = transpile(converted.circuit, target=self._channel_target(), optimization_level=level,
+                                seed_transpiler=seed)  # fmt: skip
+            return circuit, [o.apply_layout(circuit.layout) for o in converted.observables]
+
+        return self.cached((converted.key, level), make)
+
+    def _channel_target(self) -> Any:
+        """The device's transpiler target with the channels' place holder (``kraus``, any width) added."""
+
+        def make() -> Any:
+            import copy
+
+            from qiskit.circuit import Instruction
+
+            target = copy.deepcopy(self.device.target)
+            target.add_instruction(Instruction, name="kraus")
+            return target
+
+        return self.cached(("channel target",), make)
+
     def check_resources(self, n_qubits: int, config: ExecutionConfig) -> None:
         super().check_resources(n_qubits, config)
         check_state_memory(self.name, n_qubits, density=True, itemsize=DTYPES[self.dtype].itemsize, remedy=REMEDY)
@@ -149,6 +180,7 @@ class DensityBackend(QiskitBackend):
             )
         level = 0 if config.keep_gates else self.optimization_level
         if needs_grad and (config.shots or method == "parameter-shift"):
+            _refuse_rate_gradients(converted, config, self.name)
             ran: list[int] = []
 
             def evaluate(values: list[np.ndarray]) -> list[np.ndarray]:
@@ -238,7 +270,8 @@ class DensityBackend(QiskitBackend):
 
     def _sampled_plan(self, converted: Converted, circuit: Any, basis: dict, level: int) -> Plan:
         def make() -> Plan:
-            measured, _ = measured_circuit(circuit, basis, self.hardware())
+            hardware = self._channel_target() if converted.channels and self.device is not None else self.hardware()
+            measured, _ = measured_circuit(circuit, basis, hardware)
             letters = tuple(sorted(basis["letters"]))
             used = used_qubits(measured, [], basis["letters"])
             plan = compile_circuit(measured, self.noise, used, converted.channels)
@@ -247,6 +280,18 @@ class DensityBackend(QiskitBackend):
             return plan
 
         return self.cached(("density", converted.key, level, basis["key"]), make)
+
+
+def _refuse_rate_gradients(converted: Converted, config: ExecutionConfig, name: str) -> None:
+    """A ConfigError naming the channels whose rates need gradients where only the parameter-shift rule applies."""
+    trainable = sorted({s.name for s in converted.channels if any(converted.params[i].requires_grad for i in s.rates)})
+    if trainable:
+        how = f"shots={config.shots}" if config.shots else "diff_method='parameter-shift'"
+        raise ConfigError(
+            f"{how} on {name!r} with noise rates that need gradients ({', '.join(trainable)}): a rate has no "
+            "parameter-shift rule; accepted: shots=None with diff_method='best' or 'backprop' (autograd through the "
+            "rates), or rates that need no gradient (detach them)"
+        )
 
 
 def _stacked(params: list[torch.Tensor], rows: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:

@@ -197,9 +197,9 @@ def _density_matrix_refuses() -> frozenset[str]:
 
 def measured_circuit(circuit: Any, basis: dict, hardware: Any) -> tuple[Any, tuple[int, ...]]:
     """The circuit rotated into ``basis`` (a ``basis_groups`` entry) with its used qubits measured (clbit j: the j-th
-    of them), transpiled for ``hardware`` at level 0, and those qubits. Only the qubits a gate or an observable
-    touches are measured: a measured idle qubit would keep Aer from leaving it out, and a 127-qubit device's whole
-    register cannot be simulated."""
+    of them), transpiled for ``hardware`` (a backend or a ``Target``) at level 0, and those qubits. Only the qubits a
+    gate or an observable touches are measured: a measured idle qubit would keep Aer from leaving it out, and a
+    127-qubit device's whole register cannot be simulated."""
     from qiskit import ClassicalRegister, transpile
 
     measured = circuit.copy()
@@ -215,7 +215,10 @@ def measured_circuit(circuit: Any, basis: dict, hardware: Any) -> tuple[Any, tup
     measured.add_register(bits)
     for j, q in enumerate(qubits):
         measured.measure(q, bits[j])
-    measured = transpile(measured, backend=hardware, optimization_level=0, seed_transpiler=1234)
+    from qiskit.transpiler import Target
+
+    where = {"target": hardware} if isinstance(hardware, Target) else {"backend": hardware}
+    measured = transpile(measured, **where, optimization_level=0, seed_transpiler=1234)
     return measured, qubits
 
 

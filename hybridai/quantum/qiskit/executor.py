@@ -51,6 +51,7 @@ from hybridai.core.errors import (
     BackendExecutionError,
     ConfigError,
     ResourceLimitError,
+    UnsupportedOperationError,
     check_seed,
     check_shots,
     invalid,
@@ -303,6 +304,7 @@ class QiskitBackend(QuantumExecutor):
         config = config.replace(shots=shots, seed=config.seed if config.seed is not None else self.seed)
         tally = Tally(shots)
         converted = [convert(tape, list(config.wires)) for tape in tapes]
+        refuse_channels(self, [s for c in converted for s in c.channels])
         pairs = [self.transpiled(c, config.keep_gates) for c in converted]
         batches = [tape.batch_size or 1 for tape in tapes]
 
@@ -324,6 +326,17 @@ class QiskitBackend(QuantumExecutor):
         raws = parameter_shift([c.params for c in converted], batches, evaluate)
         results = [tape_results(tape, c, raw) for tape, c, raw in zip(tapes, converted, raws, strict=True)]
         return Execution(results, tally.stats())
+
+
+def refuse_channels(backend: QuantumExecutor, channels: list[Any]) -> None:
+    """An UnsupportedOperationError naming PennyLane noise channels, which Aer and IBM's primitives do not run."""
+    if channels:
+        density = f"'density:{backend.target}'" if backend.target else "'density'"
+        raise UnsupportedOperationError(
+            f"{backend.name!r} cannot run the PennyLane noise channels {sorted({s.name for s in channels})}; accepted: "
+            f"backend={density} (the same circuit with its channels{' and this device' if backend.target else ''}"
+            f"; rates constant, trainable or per sample, differentiable) or 'pennylane:default.mixed'"
+        )
 
 
 def tape_results(tape: Any, converted: Converted, raw: Any) -> Any:

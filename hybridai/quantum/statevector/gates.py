@@ -32,7 +32,11 @@ DIAGONAL = {
     "RZ", "PhaseShift", "U1", "CRZ", "ControlledPhaseShift", "CPhase", "IsingZZ", "MultiRZ", "PCPhase",
     "DiagonalQubitUnitary", "CPhaseShift00", "CPhaseShift01", "CPhaseShift10", "GlobalPhase",
 }  # fmt: skip
-SUGGESTION = "use backend='pennylane:default.qubit' (or 'pennylane:default.mixed' for noise channels)"
+SUGGESTION = "use backend='pennylane:default.qubit'"
+CHANNEL_SUGGESTION = (
+    "use backend='density' (the same circuit with its channels; rates constant, trainable or per sample, "
+    "differentiable) or 'pennylane:default.mixed'"
+)
 
 
 class Step:
@@ -197,7 +201,9 @@ class Converter:
             )
             return True
         if isinstance(op, qml.operation.Channel | qml.measurements.MidMeasureMP):
-            raise UnsupportedOperationError(f"the statevector backend cannot apply {name} (not unitary); {SUGGESTION}")
+            why = "a noise channel" if isinstance(op, qml.operation.Channel) else "not unitary"
+            advice = CHANNEL_SUGGESTION if isinstance(op, qml.operation.Channel) else SUGGESTION
+            raise UnsupportedOperationError(f"the statevector backend cannot apply {name} ({why}); {advice}")
         wires = self.positions(op.wires)
         handler = getattr(self, f"_template_{name}", None)
         if handler is not None and handler(op, wires, batched, steps):
