@@ -188,7 +188,7 @@ class QuantumKernel(QuantumModule):
         if circuit is not None:  # a Qiskit circuit, as FidelityQuantumKernel (trainable: training_params) takes it
             feature_map, n_qubits, weight_shapes, n_features = circuit
         self._rebinding = Rebinding(rebind)
-        self.qnode_transforms = qnode_transforms(feature_map, "feature_map")  # rewrites of the feature map
+        self.qnode_transforms = qnode_transforms(feature_map, "feature_map", backend)  # rewrites of the feature map
         feature_map, backend, backend_options, qnode_method = adopt_circuit(
             feature_map, "feature_map", backend, positive_int("n_qubits", n_qubits), backend_options
         )

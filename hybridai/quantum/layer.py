@@ -120,7 +120,7 @@ class QuantumLayer(QuantumModule):
             init = torch_connector_init if init is None else init
         self.n_qubits = positive_int("n_qubits", n_qubits)
         self._rebinding = Rebinding(rebind)
-        self.qnode_transforms = qnode_transforms(qfunc, "qfunc")  # a QNode's own transforms, applied in run
+        self.qnode_transforms = qnode_transforms(qfunc, "qfunc", backend)  # applied in run
         qfunc, backend, backend_options, qnode_method = adopt_circuit(
             qfunc, "qfunc", backend, self.n_qubits, backend_options
         )

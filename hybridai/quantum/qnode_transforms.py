@@ -125,8 +125,11 @@ class QNodeTransforms:
         return self
 
 
-def qnode_transforms(qfunc: Any, role: str) -> QNodeTransforms | None:
-    """The transforms of ``qfunc`` when it is a QNode that has some; None otherwise. ``role`` names the argument."""
+def qnode_transforms(qfunc: Any, role: str, backend: Any = None) -> QNodeTransforms | None:
+    """The transforms of ``qfunc`` when it is a QNode that has some; None otherwise. ``role`` names the argument.
+    When ``backend`` (as given) is not None nor the QNode's device, the QNode runs elsewhere, so the noise that its
+    device's own transforms add (``qml.noise.insert(dev, ...)``, ``add_noise``) comes along: the device's
+    preprocessing (its decomposition, where that noise meets the gates) and its transforms, after the QNode's."""
     if "pennylane" not in sys.modules:
         return None
     import pennylane as qml
@@ -134,4 +137,13 @@ def qnode_transforms(qfunc: Any, role: str) -> QNodeTransforms | None:
     if not isinstance(qfunc, qml.QNode):
         return None
     pipeline = _pipeline(qfunc)
+    if backend is not None and backend is not qfunc.device:
+        from hybridai.quantum.device_recipes import NOISE_TRANSFORMS, transform_chain
+
+        base, steps = transform_chain(qfunc.device)
+        if any(transform_name(t) in NOISE_TRANSFORMS for t, _, _ in steps):
+            from pennylane.transforms.core import BoundTransform, CompilePipeline
+
+            device_steps = CompilePipeline([BoundTransform(t, args, kwargs) for t, args, kwargs in steps])
+            pipeline = pipeline + base.preprocess_transforms() + device_steps
     return QNodeTransforms(pipeline, role) if len(pipeline) else None

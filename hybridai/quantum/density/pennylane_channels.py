@@ -79,7 +79,9 @@ def check_rates(spec: ChannelSpec, rates: list[torch.Tensor]) -> None:
             bad.append(("p_0 + p_1", values["p_0"] + values["p_1"], "at most 1"))
     if bad:
         name, value, accepted = bad[0]
-        shown = value.tolist() if value.numel() <= 8 else f"{value.numel()} values in [{value.min()}, {value.max()}]"
+        distinct = value.unique()
+        shown = (distinct.item() if distinct.numel() == 1 else distinct.tolist() if distinct.numel() <= 8
+                 else f"{value.numel()} values in [{value.min()}, {value.max()}]")  # fmt: skip
         raise ConfigError(f"{spec.name} has {name}={shown}; accepted: {name} {accepted} (as PennyLane defines it)")
 
 
