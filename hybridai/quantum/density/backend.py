@@ -42,7 +42,7 @@ from hybridai.quantum.density.plan import Plan
 from hybridai.quantum.density.planning import compile_circuit, exact_readout, used_qubits
 from hybridai.quantum.density.sampling import sampled_parities, sampled_readout
 from hybridai.quantum.density.simulate import expectations, run
-from hybridai.quantum.qiskit.aer import basis_groups, measured_circuit, resolve_noise
+from hybridai.quantum.qiskit.aer import aer_target, basis_groups, measured_circuit, resolve_noise
 from hybridai.quantum.qiskit.conversion import Converted
 from hybridai.quantum.qiskit.executor import QiskitBackend, tape_results
 from hybridai.quantum.qiskit.fake_devices import fake_backend
@@ -98,12 +98,9 @@ class DensityBackend(QiskitBackend):
         )  # fmt: skip
 
     def hardware(self) -> Any:
-        """What circuits are transpiled for: the fake device, else Aer's simulator (exactly as ``aer``)."""
-        if self.device is not None:
-            return self.device
-        from qiskit_aer import AerSimulator
-
-        return AerSimulator()
+        """What circuits are transpiled for, exactly as on ``aer``: the fake device, else
+        ``AerSimulator(noise_model=...)`` (the model's basis gates; ``aer.aer_target``)."""
+        return aer_target(self)
 
     def check_resources(self, n_qubits: int, config: ExecutionConfig) -> None:
         super().check_resources(n_qubits, config)

@@ -87,7 +87,7 @@ def convert(tape: Any, wires: list) -> Converted:
     key = (
         len(wires),
         tuple((g, q, None if isinstance(a, int | None) else np.asarray(a).tobytes()) for g, q, a in gates),
-        tuple(str(o) for o in observables),
+        tuple((tuple(o.paulis.to_labels()), np.asarray(o.coeffs, dtype=np.complex128).tobytes()) for o in observables),
     )
     return Converted(_circuit(gates, len(params), len(wires)), params, observables, post, key)
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 import importlib.util
 import math
 import numbers
-import sys
 import threading
 import time
 from typing import Any
@@ -62,11 +61,24 @@ from hybridai.core.errors import (
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
 from hybridai.quantum.qiskit.conversion import Converted, convert
 from hybridai.quantum.qiskit.fake_devices import fake_names
+from hybridai.quantum.qiskit.noise_checks import warn_if_no_error_lands
 from hybridai.quantum.qiskit.redaction import log, redact
 from hybridai.quantum.shift_rule import parameter_shift
 
 SHARED_OPTIONS = ("shots", "seed", "retries", "backoff", "timeout", "max_parameter_sets", "optimization_level")
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer back-offs and time-outs are typing mistakes
+
+
+class Transpiled(tuple):
+    """``(circuit, observables)`` as ``QiskitBackend.transpiled`` returns them, with ``key``: the structure they were
+    transpiled from (the converted tape's exact key and the optimisation level), for caches keyed by value."""
+
+    key: tuple
+
+    def __new__(cls, circuit: Any, observables: list[Any], key: tuple) -> Transpiled:
+        made = super().__new__(cls, (circuit, observables))
+        made.key = key
+        return made
 
 
 class Tally:
@@ -193,19 +205,22 @@ class QiskitBackend(QuantumExecutor):
         ``keep_gates=False``, so its circuits are transpiled exactly as unmitigated ones."""
         level = 0 if keep_gates else self.optimization_level
 
-        def make() -> tuple[Any, list[Any]]:
+        key = (converted.key, level)
+
+        def make() -> Transpiled:
             from qiskit import transpile
 
             target = self.hardware()
             if target is None:
-                return converted.circuit, converted.observables
+                return Transpiled(converted.circuit, converted.observables, key)
             circuit = transpile(
                 converted.circuit, backend=target, optimization_level=level,
                 seed_transpiler=self.seed if self.seed is not None else 1234,
             )  # fmt: skip
-            return circuit, [o.apply_layout(circuit.layout) for o in converted.observables]
+            warn_if_no_error_lands(getattr(self, "noise_model", None), circuit, self.name)
+            return Transpiled(circuit, [o.apply_layout(circuit.layout) for o in converted.observables], key)
 
-        return self.cached((converted.key, level), make)
+        return self.cached(key, make)
 
     def run_job(self, submit: Any, tally: Tally) -> Any:
         """``submit()`` a job and return its result, retrying failures with exponential back-off."""
@@ -216,10 +231,16 @@ class QiskitBackend(QuantumExecutor):
             try:
                 job = submit()
                 return job.result(timeout=self.timeout) if self.timeout else job.result()
-            except (TypeError, ValueError):
+            except (TypeError, ValueError) as exc:
                 if job is None:
                     raise  # a malformed request: retrying cannot help
-                error = sys.exc_info()[1]
+                job_id = _job_id(job)
+                raise BackendExecutionError(  # the simulator refused the request (Aer: an invalid noise model, ...)
+                    f"{self.name!r}: job {job_id} was refused: {type(exc).__name__}: {redact(str(exc))}; not retried "
+                    "(the same request would be refused again); accepted: a request the primitive takes (see its "
+                    "message)",
+                    job_id=job_id,
+                ) from None
             except Exception as exc:  # job failures and time-outs
                 error = exc
             finally:
