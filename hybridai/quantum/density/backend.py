@@ -3,7 +3,8 @@
 Noise exactly as the ``aer`` family takes it: ``density:fake_<device>`` (the device's
 ``NoiseModel.from_backend``, its coupling map and basis gates), ``depolarizing=p`` or ``(p1, p2)`` and
 ``readout_error=q``, or ``noise_model=`` a ``qiskit_aer.noise.NoiseModel`` of your own. Circuits are converted and
-transpiled by the very code ``aer`` uses (``QiskitBackend.transpiled``: same target, optimisation level and seed),
+transpiled by the very code ``aer`` uses (``QiskitBackend.transpiled``: same target, the fake device or
+``AerSimulator(noise_model=m)`` with the model's basis gates, optimisation level and seed),
 so both run the same gates with the same noise after each (``noise``). Each circuit structure is compiled once into
 blocks of Pauli transfer matrices (``planning``), then a whole batch of parameter sets runs as torch operations on
 the parameters' device (``simulate``): CPU or CUDA. The density matrices are held in the Pauli basis, ``[B, 4, ...,
@@ -11,11 +12,13 @@ the parameters' device (``simulate``): CPU or CUDA. The density matrices are hel
 the memory, the same information): float64 for ``dtype="complex128"`` (the default, as precise as complex128),
 float32 for ``"complex64"``. Only the qubits a gate or an observable touches are simulated.
 
-- ``shots=None``: exact ``tr(rho O)`` of the noisy state; readout errors are left out, as Aer's estimator leaves
-  them out (``readout_error=`` is refused without shots, as on ``aer``). Gradients: ``"best"``/``"backprop"``
+- ``shots=None``: exact ``tr(rho O)`` of the noisy state; read errors (readout errors and quantum errors on
+  ``measure``) are left out, as Aer's estimator leaves them out: its circuits have no measurement
+  (``readout_error=`` is refused without shots, as on ``aer``). Gradients: ``"best"``/``"backprop"``
   (autograd through every gate and channel, double backward too), or ``"parameter-shift"``.
 - ``shots=N``: seeded samples (``torch.Generator``, never the global RNG) of each qubit-wise commuting basis group,
-  rotated as ``aer`` rotates it, with readout errors on the read bits (``sampling``); gradients by the
+  rotated as ``aer`` rotates it, with errors on ``measure`` applied before the read and readout errors on the read
+  bits (``sampling``); gradients by the
   parameter-shift rule on sampled values (``"best"``/``"parameter-shift"``).
 - Zero-noise extrapolation (``mitigation=hybridai.ZNE()`` on a layer) folds with barriers and transpiles the
   folded circuits as ``aer`` does (``fold_barriers``); training through it is differentiable.

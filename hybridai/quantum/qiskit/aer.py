@@ -73,8 +73,11 @@ class AerBackend(QiskitBackend):
     Noise: a fake IBM device as target (``aer:fake_manila``: its noise model, qubit count and layout),
     ``depolarizing=p`` or ``(p1, p2)`` and ``readout_error=q``, or ``noise_model=`` a
     ``qiskit_aer.noise.NoiseModel`` of your own (with a fake device target it replaces the device's noise;
-    it cannot be combined with ``depolarizing``/``readout_error``). Exact runs (``shots=None``) simulate
-    the density matrix and leave readout errors out (they act on samples). A register whose state (a
+    it cannot be combined with ``depolarizing``/``readout_error``). Without a device, circuits are transpiled for
+    ``AerSimulator(noise_model=m)`` (the model's basis gates), as Aer would. Exact runs (``shots=None``) simulate the
+    density matrix and leave read errors out (readout errors and errors on ``measure``: Aer's estimator circuits have
+    no measurement); sampled runs apply them. A model Aer would refuse is refused when the backend is built
+    (``noise_checks``). A register whose state (a
     density matrix with noise) would not fit in half the RAM is refused before anything is allocated.
     """
 
