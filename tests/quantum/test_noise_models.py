@@ -216,6 +216,26 @@ def test_exact_values_leave_measure_errors_out_as_aers_estimator_does(family):
     assert hybridai_value(family, ops, 2, qml.PauliZ(0), noise_model=model) == pytest.approx(want, abs=1e-10)
 
 
+def test_reset_errors_act_only_where_a_reset_is_and_density_refuses_resets_by_name():
+    """Aer applies an error on reset after a reset; hybridai's circuits have none, so the values are Aer's without it.
+    A Qiskit circuit with a reset is refused by name on density (it does not simulate resets)."""
+    from hybridai.core.errors import UnsupportedOperationError
+    from hybridai.quantum.density.noise import Noise
+    from hybridai.quantum.density.planning import compile_circuit
+
+    model = measure_model()
+    model.add_all_qubit_quantum_error(pauli_error([("X", 0.3), ("I", 0.7)]), "reset")
+    ops = [qml.RY(0.9, 0), qml.CNOT([0, 1])]
+    want = aer_exact(model, qiskit_circuit(ops, 2), "ZI")
+    for family in FAMILIES:
+        assert hybridai_value(family, ops, 2, qml.PauliZ(1), noise_model=model) == pytest.approx(want, abs=1e-10)
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.reset(0)
+    with pytest.raises(UnsupportedOperationError, match="cannot simulate 'reset'"):
+        compile_circuit(qc, Noise(model), (0,))
+
+
 # -- 3. what Aer refuses, refused by name when the backend is built ------------------------------------------
 
 

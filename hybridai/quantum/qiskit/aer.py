@@ -164,8 +164,8 @@ class AerBackend(QiskitBackend):
 
     def _check_density_gates(self, circuits: list[Any]) -> None:
         """Refuse, before a job is sent (and retried), gates that Aer's density-matrix method does not take
-        (``cswap``, ``crx``, ... are kept by transpiling for ``AerSimulator()`` without a device): decomposing them
-        would put the noise model's errors on gates the circuit does not have."""
+        (``cswap``, ``crx``, ... are kept by transpiling for ``AerSimulator(noise_model=m)`` when the model's basis
+        gates hold them): decomposing them would put the noise model's errors on gates the circuit does not have."""
         refused = sorted({i.operation.name for c in circuits for i in c.data} & _density_matrix_refuses())
         if refused:
             raise UnsupportedOperationError(
