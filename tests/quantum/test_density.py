@@ -90,24 +90,29 @@ def test_values_equal_aer_on_fake_devices(device, n, seed):
 
 @pytest.mark.parametrize("seed", [7, 8])
 def test_values_equal_aer_with_depolarizing_rates_and_no_device(seed):
-    """Without a device both transpile for Aer's simulator (level 1 merges one-qubit runs into u1/u2/u3, which the
-    rates leave noiseless, on both). CSWAP is left out: Aer's density-matrix method refuses the cswap that
-    transpiling for AerSimulator() keeps (density runs it; the next test)."""
-    aer, density = run_both("", random_tape(seed, 3, exclude=("CSWAP",)), 3, depolarizing=(0.02, 0.05))
+    """Without a device both transpile for AerSimulator(noise_model=m) of the rates' model, whose basis gates all
+    carry the rates (CSWAP, too, is decomposed into them)."""
+    aer, density = run_both("", random_tape(seed, 3), 3, depolarizing=(0.02, 0.05))
     torch.testing.assert_close(density, aer, rtol=0, atol=1e-10)
 
 
 def test_aer_refuses_gates_its_density_matrix_method_cannot_take_before_sending_a_job():
-    """cswap survives transpiling for AerSimulator(); Aer's density-matrix method refuses it. aer says so by name
-    before any job (no retries), pointing to density, which runs it and agrees with aer's sampled estimate."""
+    """cswap survives transpiling for AerSimulator(noise_model=m) of a model whose basis has it; Aer's density-matrix
+    method refuses it. aer says so by name before any job (no retries), pointing to density, which runs it and
+    agrees with aer's sampled estimate."""
+    from qiskit_aer.noise import NoiseModel, depolarizing_error
+
+    model = NoiseModel(basis_gates=["rx", "ry", "rz", "cx", "cswap"])
+    model.add_all_qubit_quantum_error(depolarizing_error(0.02, 1), ["rx", "ry"])
+    model.add_all_qubit_quantum_error(depolarizing_error(0.02, 3), ["cswap"])
     tape = qml.tape.QuantumScript(
         [qml.RY(0.7, 0), qml.RX(1.1, 1), qml.CSWAP([0, 1, 2]), qml.RY(0.3, 2)], [qml.expval(qml.PauliZ(2))]
     )
     config = ExecutionConfig((0, 1, 2))
-    aer = backends.get("aer", depolarizing=0.02)
+    aer = backends.get("aer", noise_model=model)
     with pytest.raises(UnsupportedOperationError, match=r"\['cswap'\]; accepted: backend='density'"):
         aer.execute([tape], config)
-    density = backends.get("density", depolarizing=0.02).execute([tape], config).results[0]
+    density = backends.get("density", noise_model=model).execute([tape], config).results[0]
     sampled = aer.execute([tape], ExecutionConfig((0, 1, 2), shots=20000, seed=3)).results[0]
     assert abs(float(density) - float(sampled)) < 5 * 1 / np.sqrt(20000)  # |<Z>| <= 1: standard error <= 1/sqrt(N)
 
@@ -440,10 +445,7 @@ def test_noise_it_cannot_represent_is_refused_by_name():
 
     tape = qml.tape.make_qscript(small)(torch.rand(2, 2), torch.rand(3))
     config = ExecutionConfig((0, 1))
-    on_measure = NoiseModel()
-    on_measure.add_all_qubit_quantum_error(depolarizing_error(0.1, 1), "measure")
-    with pytest.raises(ConfigError, match="noise_model has a quantum error on 'measure'"):
-        backends.get("density", noise_model=on_measure).execute([tape], config.replace(shots=100, seed=1))
+    # errors on measure are applied (before the read, with shots): tests/quantum/test_noise_models.py
     correlated = NoiseModel()
     correlated.add_readout_error(ReadoutError([[0.9, 0.1, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]), [0, 1])
     with pytest.raises(ConfigError, match="correlated readout error on qubits"):

@@ -3,7 +3,8 @@
 Noise exactly as the ``aer`` family takes it: ``density:fake_<device>`` (the device's
 ``NoiseModel.from_backend``, its coupling map and basis gates), ``depolarizing=p`` or ``(p1, p2)`` and
 ``readout_error=q``, or ``noise_model=`` a ``qiskit_aer.noise.NoiseModel`` of your own. Circuits are converted and
-transpiled by the very code ``aer`` uses (``QiskitBackend.transpiled``: same target, optimisation level and seed),
+transpiled by the very code ``aer`` uses (``QiskitBackend.transpiled``: same target, the fake device or
+``AerSimulator(noise_model=m)`` with the model's basis gates, optimisation level and seed),
 so both run the same gates with the same noise after each (``noise``). Each circuit structure is compiled once into
 blocks of Pauli transfer matrices (``planning``), then a whole batch of parameter sets runs as torch operations on
 the parameters' device (``simulate``): CPU or CUDA. The density matrices are held in the Pauli basis, ``[B, 4, ...,
@@ -11,11 +12,13 @@ the parameters' device (``simulate``): CPU or CUDA. The density matrices are hel
 the memory, the same information): float64 for ``dtype="complex128"`` (the default, as precise as complex128),
 float32 for ``"complex64"``. Only the qubits a gate or an observable touches are simulated.
 
-- ``shots=None``: exact ``tr(rho O)`` of the noisy state; readout errors are left out, as Aer's estimator leaves
-  them out (``readout_error=`` is refused without shots, as on ``aer``). Gradients: ``"best"``/``"backprop"``
+- ``shots=None``: exact ``tr(rho O)`` of the noisy state; read errors (readout errors and quantum errors on
+  ``measure``) are left out, as Aer's estimator leaves them out: its circuits have no measurement
+  (``readout_error=`` is refused without shots, as on ``aer``). Gradients: ``"best"``/``"backprop"``
   (autograd through every gate and channel, double backward too), or ``"parameter-shift"``.
 - ``shots=N``: seeded samples (``torch.Generator``, never the global RNG) of each qubit-wise commuting basis group,
-  rotated as ``aer`` rotates it, with readout errors on the read bits (``sampling``); gradients by the
+  rotated as ``aer`` rotates it, with errors on ``measure`` applied before the read and readout errors on the read
+  bits (``sampling``); gradients by the
   parameter-shift rule on sampled values (``"best"``/``"parameter-shift"``).
 - Zero-noise extrapolation (``mitigation=hybridai.ZNE()`` on a layer) folds with barriers and transpiles the
   folded circuits as ``aer`` does (``fold_barriers``); training through it is differentiable.
@@ -42,7 +45,7 @@ from hybridai.quantum.density.plan import Plan
 from hybridai.quantum.density.planning import compile_circuit, exact_readout, used_qubits
 from hybridai.quantum.density.sampling import sampled_parities, sampled_readout
 from hybridai.quantum.density.simulate import expectations, run
-from hybridai.quantum.qiskit.aer import basis_groups, measured_circuit, resolve_noise
+from hybridai.quantum.qiskit.aer import aer_target, basis_groups, measured_circuit, resolve_noise
 from hybridai.quantum.qiskit.conversion import Converted
 from hybridai.quantum.qiskit.executor import QiskitBackend, tape_results
 from hybridai.quantum.qiskit.fake_devices import fake_backend
@@ -98,29 +101,14 @@ class DensityBackend(QiskitBackend):
         )  # fmt: skip
 
     def hardware(self) -> Any:
-        """What circuits are transpiled for: the fake device, else Aer's simulator (exactly as ``aer``)."""
-        if self.device is not None:
-            return self.device
-        from qiskit_aer import AerSimulator
+        """What circuits are transpiled for, exactly as on ``aer``: the fake device, else
+        ``AerSimulator(noise_model=...)`` (the model's basis gates; ``aer.aer_target``)."""
+        return aer_target(self)
 
-        return AerSimulator()
-
-    def transpiled(self, converted: Converted, keep_gates: bool) -> tuple[Any, list[Any]]:
-        """As ``aer`` transpiles; with PennyLane channels on a device, for the device's target extended by the
-        channels' place holders (routed and laid out with the gates, on the physical qubits of their wires)."""
-        if not converted.channels or self.device is None:
-            return super().transpiled(converted, keep_gates)
-        level = 0 if keep_gates else self.optimization_level
-
-        def make() -> tuple[Any, list[Any]]:
-            from qiskit import transpile
-
-            seed = self.seed if self.seed is not None else 1234
-            circuit = transpile(converted.circuit, target=self._channel_target(), optimization_level=level,
-                                seed_transpiler=seed)  # fmt: skip
-            return circuit, [o.apply_layout(circuit.layout) for o in converted.observables]
-
-        return self.cached((converted.key, level), make)
+    def transpile_target(self, converted: Converted) -> Any:
+        """As ``aer``; with PennyLane channels on a device, the device's target extended by the channels' place
+        holders (routed and laid out with the gates, onto the physical qubits of their wires)."""
+        return self._channel_target() if converted.channels and self.device is not None else self.hardware()
 
     def _channel_target(self) -> Any:
         """The device's transpiler target with the channels' place holder (``kraus``, any width) added."""
@@ -270,8 +258,7 @@ class DensityBackend(QiskitBackend):
 
     def _sampled_plan(self, converted: Converted, circuit: Any, basis: dict, level: int) -> Plan:
         def make() -> Plan:
-            hardware = self._channel_target() if converted.channels and self.device is not None else self.hardware()
-            measured, _ = measured_circuit(circuit, basis, hardware)
+            measured, _ = measured_circuit(circuit, basis, self.transpile_target(converted))
             letters = tuple(sorted(basis["letters"]))
             used = used_qubits(measured, [], basis["letters"])
             plan = compile_circuit(measured, self.noise, used, converted.channels)

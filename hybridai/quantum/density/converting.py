@@ -1,8 +1,8 @@
 """Tapes converted once per structure: the Qiskit circuit and observables are built for the first tape of a
 structure and reused, with the new tape's parameter values, for every later tape of the same structure.
 
-``qiskit.conversion.convert`` builds a ``QuantumCircuit`` and ``SparsePauliOp`` observables on every call (and a key
-that prints every observable): milliseconds for a small circuit, a third of a second for ``probs`` of 6 qubits (64
+``qiskit.conversion.convert`` builds a ``QuantumCircuit`` and ``SparsePauliOp`` observables on every call:
+milliseconds for a small circuit, a third of a second for ``probs`` of 6 qubits (64
 projectors), where the simulation itself takes less. Here only the gates are read per tape (``_gates``: the gate
 names, qubits, constant matrices and the parameter values), and the measurements as exact numbers (their
 Pauli terms' coefficients, or the measured wires); tapes that agree on both share one ``Converted`` skeleton, in

@@ -10,10 +10,17 @@ probability (or Pauli-Lindblad rate) is at most ``AER_THRESHOLD`` are left out, 
 two-qubit errors hold terms of about 9e-11, and keeping them would differ from Aer by as much. Readout errors act on
 measured bits: a qubit's own (``add_readout_error``), else the all-qubit one.
 
+Errors on ``measure`` act on the qubit before it is read, as in Aer: sampled values (``shots=N``) apply them (the
+measured circuits of ``planning``); exact values (``shots=None``) leave them out, as Aer's ``EstimatorV2`` does (its
+circuits have no measurement), together with readout errors. Errors on ``reset`` would follow a reset, which no
+circuit hybridai runs here contains (``gates`` refuses resets by name). What Aer itself refuses (probabilities
+outside [0, 1], negative rates, non-CPTP channels, ...) is refused when the backend is built
+(``hybridai.quantum.qiskit.noise_checks``).
+
 What is refused (``ConfigError`` naming ``noise_model``), rather than approximated: an error on an instruction whose
 qubit count differs from the error's (Aer would put it on the first qubits only), errors on barriers (Aer leaves
-them out) or measurements (not a gate's error: use readout errors), correlated (multi-qubit) readout errors,
-non-local errors of older qiskit-aer versions, and errors Qiskit cannot turn into a superoperator.
+them out), correlated (multi-qubit) readout errors, non-local errors of older qiskit-aer versions, and errors Qiskit
+cannot turn into a superoperator.
 """
 
 from __future__ import annotations
@@ -71,11 +78,11 @@ class Noise:
         if error is None:
             made = None
         else:
-            if key in ("barrier", "measure"):
-                why = "Aer leaves errors on barriers out" if key == "barrier" else "errors on reads are not modelled"
+            if key == "barrier":
                 raise ConfigError(
-                    f"noise_model has a quantum error on {key!r} (qubits {list(qubits)}); accepted: errors on gates, "
-                    f"applied after them ({why} here: remove it, or use readout errors for reads), {ADVICE}"
+                    f"noise_model has a quantum error on 'barrier' (qubits {list(qubits)}); accepted: errors on "
+                    f"gates, applied after them, and on measure, applied before the read (Aer leaves errors on "
+                    f"barriers out: remove it), {ADVICE}"
                 )
             if error.num_qubits != len(qubits):
                 raise ConfigError(

@@ -58,8 +58,10 @@ def compile_circuit(
         if op.name == "barrier":
             noise.ptm("barrier", qubits)  # refused if the noise model puts an error there
             continue
-        if op.name == "measure":
-            noise.ptm("measure", qubits)
+        if op.name == "measure":  # its error acts before the read (as in Aer): one more factor on the qubit
+            error = noise.ptm(getattr(op, "label", None) or "measure", qubits)
+            if error is not None and qubits[0] in sim:
+                _push(plan, chains.setdefault(sim[qubits[0]], []), plan.constant(error))
             measured.update(qubits)
             continue
         if not qubits:  # a gate on no qubits is a global phase: no effect on a density matrix

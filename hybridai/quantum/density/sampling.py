@@ -1,7 +1,8 @@
 """Shots from the noisy states: outcome probabilities of the measured qubits, readout errors, seeded counts.
 
 A basis group's circuit (``aer.measured_circuit``: the circuit rotated into the group's basis, transpiled as Aer
-runs it, so the rotations carry their gates' noise) ends in Z measurements. The probabilities of the outcomes of the
+runs it, so the rotations carry their gates' noise) ends in Z measurements, each preceded by the noise model's error
+on ``measure`` when it has one (``planning``: Aer applies it before the read). The probabilities of the outcomes of the
 group's qubits are the Walsh-Hadamard transform of the state's Z-word coefficients (``p(z) = 2^-L sum_S (-1)^(z.S)
 c_{Z_S}``); each qubit's readout error (rows: the true bit) then maps them to the probabilities of the read bits,
 which is what flipping each sampled bit with the readout probabilities gives. Counts are drawn per parameter set

@@ -14,6 +14,7 @@ from hybridai.core.errors import ConfigError, UnsupportedOperationError, invalid
 from hybridai.core.execution import ExecutionConfig
 from hybridai.quantum.qiskit.executor import QiskitBackend, Tally, column
 from hybridai.quantum.qiskit.fake_devices import fake_backend
+from hybridai.quantum.qiskit.noise_checks import check_noise_model
 from hybridai.quantum.resources import check_state_memory
 
 
@@ -25,24 +26,45 @@ def _probability(argument: str, value: Any, accepted: str, given: Any = None) ->
     return float(value)
 
 
+# The basis of hybridai's own rate models: every gate a circuit transpiled for AerSimulator(noise_model=...) of such a
+# model can contain is one of these (the transpiler targets exactly the model's basis gates), and each carries the
+# error, so no gate escapes the rates (merging H.S.T gives a noisy 'u', never an error-free 'u3').
+RATE_GATES_1 = ("rx", "ry", "rz", "p", "h", "x", "y", "z", "s", "sdg", "t", "tdg", "sx", "sxdg", "u")
+RATE_GATES_2 = ("cx", "cz", "cy", "swap", "rxx", "ryy", "rzz", "ecr", "iswap", "ch")
+
+
 def _noise_from_rates(depolarizing: Any, readout_error: Any) -> Any:
     from qiskit_aer.noise import NoiseModel, ReadoutError, depolarizing_error
 
-    model = NoiseModel()
+    model = NoiseModel(basis_gates=[*RATE_GATES_1, *RATE_GATES_2])
     if depolarizing is not None:
         accepted = "a probability p or a pair (p1, p2) of probabilities in [0, 1] (one- and two-qubit gates)"
         pair = depolarizing if isinstance(depolarizing, tuple | list) else (depolarizing, depolarizing)
         if len(pair) != 2:
             raise invalid("depolarizing", depolarizing, accepted)
         p1, p2 = (_probability("depolarizing", p, accepted, depolarizing) for p in pair)
-        one = ["rx", "ry", "rz", "p", "h", "x", "y", "z", "s", "sdg", "t", "tdg", "sx", "sxdg", "u"]
-        two = ["cx", "cz", "cy", "swap", "rxx", "ryy", "rzz", "ecr", "iswap", "ch"]
-        model.add_all_qubit_quantum_error(depolarizing_error(p1, 1), one)
-        model.add_all_qubit_quantum_error(depolarizing_error(p2, 2), two)
+        model.add_all_qubit_quantum_error(depolarizing_error(p1, 1), list(RATE_GATES_1))
+        model.add_all_qubit_quantum_error(depolarizing_error(p2, 2), list(RATE_GATES_2))
     if readout_error is not None:
         q = _probability("readout_error", readout_error, "a probability in [0, 1] (a flipped measured bit)")
         model.add_all_qubit_readout_error(ReadoutError([[1 - q, q], [q, 1 - q]]))
     return model
+
+
+def aer_target(backend: QiskitBackend) -> Any:
+    """What a noisy Qiskit family (``aer``, ``density``) transpiles for: its fake device, else the simulator Aer
+    builds for its noise model, ``AerSimulator(noise_model=m)``, whose basis gates are the model's (so a model's
+    errors land where Aer puts them), else ``AerSimulator()``; built once per backend."""
+    if backend.device is not None:
+        return backend.device
+    model = getattr(backend, "noise_model", None)
+
+    def make() -> Any:
+        from qiskit_aer import AerSimulator
+
+        return AerSimulator() if model is None else AerSimulator(noise_model=model)
+
+    return backend.cached(("aer target",), make)
 
 
 class AerBackend(QiskitBackend):
@@ -51,8 +73,11 @@ class AerBackend(QiskitBackend):
     Noise: a fake IBM device as target (``aer:fake_manila``: its noise model, qubit count and layout),
     ``depolarizing=p`` or ``(p1, p2)`` and ``readout_error=q``, or ``noise_model=`` a
     ``qiskit_aer.noise.NoiseModel`` of your own (with a fake device target it replaces the device's noise;
-    it cannot be combined with ``depolarizing``/``readout_error``). Exact runs (``shots=None``) simulate
-    the density matrix and leave readout errors out (they act on samples). A register whose state (a
+    it cannot be combined with ``depolarizing``/``readout_error``). Without a device, circuits are transpiled for
+    ``AerSimulator(noise_model=m)`` (the model's basis gates), as Aer would. Exact runs (``shots=None``) simulate the
+    density matrix and leave read errors out (readout errors and errors on ``measure``: Aer's estimator circuits have
+    no measurement); sampled runs apply them. A model Aer would refuse is refused when the backend is built
+    (``noise_checks``). A register whose state (a
     density matrix with noise) would not fit in half the RAM is refused before anything is allocated.
     """
 
@@ -92,11 +117,8 @@ class AerBackend(QiskitBackend):
         )  # fmt: skip
 
     def hardware(self) -> Any:
-        if self.device is not None:
-            return self.device
-        from qiskit_aer import AerSimulator
-
-        return AerSimulator()
+        """The fake device, else ``AerSimulator(noise_model=...)`` (``aer_target``)."""
+        return aer_target(self)
 
     def _estimator(self, seed: int | None) -> Any:
         def make() -> Any:
@@ -142,8 +164,8 @@ class AerBackend(QiskitBackend):
 
     def _check_density_gates(self, circuits: list[Any]) -> None:
         """Refuse, before a job is sent (and retried), gates that Aer's density-matrix method does not take
-        (``cswap``, ``crx``, ... are kept by transpiling for ``AerSimulator()`` without a device): decomposing them
-        would put the noise model's errors on gates the circuit does not have."""
+        (``cswap``, ``crx``, ... are kept by transpiling for ``AerSimulator(noise_model=m)`` when the model's basis
+        gates hold them): decomposing them would put the noise model's errors on gates the circuit does not have."""
         refused = sorted({i.operation.name for c in circuits for i in c.data} & _density_matrix_refuses())
         if refused:
             raise UnsupportedOperationError(
@@ -156,20 +178,19 @@ class AerBackend(QiskitBackend):
         self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], config: ExecutionConfig, tally: Tally
     ) -> list:
         """Expectations from real samples: one measured circuit per qubit-wise commuting basis."""
-        plan = [(circuit, observables, basis_groups(observables)) for circuit, observables in pairs]
+        plan = [(pair, pair[1], basis_groups(pair[1])) for pair in pairs]
         pubs = [
-            (self._measured(circuit, basis)[0], v)
-            for (circuit, _, groups), v in zip(plan, values, strict=True)
+            (self._measured(pair, basis)[0], v) for (pair, _, groups), v in zip(plan, values, strict=True)
             for basis in groups
-        ]
+        ]  # fmt: skip
         result = iter(self.run_job(lambda: self._sampler(config.seed).run(pubs, shots=config.shots), tally))
         outs = []
-        for f, (circuit, observables, groups) in enumerate(plan):
+        for f, (pair, observables, groups) in enumerate(plan):
             out = np.zeros(values[f].shape[:2] + (len(observables),))
             expectation: dict[str, np.ndarray] = {}
             for basis in groups:
                 labels = sorted(basis["labels"])
-                measured = self._measured(circuit, basis)[1]
+                measured = self._measured(pair, basis)[1]
                 expectation.update(zip(labels, _parities(next(result).data.meas, labels, measured), strict=True))
             for r, obs in enumerate(observables):
                 for label, coeff in zip(obs.paulis.to_labels(), obs.coeffs, strict=True):
@@ -178,9 +199,12 @@ class AerBackend(QiskitBackend):
             outs.append(out)
         return outs
 
-    def _measured(self, circuit: Any, basis: dict) -> tuple[Any, tuple[int, ...]]:
-        return self.cached(("measured", id(circuit), basis["key"]),
-                           lambda: measured_circuit(circuit, basis, self.hardware()))  # fmt: skip
+    def _measured(self, pair: Any, basis: dict) -> tuple[Any, tuple[int, ...]]:
+        """``measured_circuit`` of a transpiled pair, cached by the structure it was transpiled from (its ``key``,
+        ``QiskitBackend.transpiled``); built anew for a pair without one."""
+        make = functools.partial(measured_circuit, pair[0], basis, self.hardware())
+        key = getattr(pair, "key", None)
+        return make() if key is None else self.cached(("measured", key, basis["key"]), make)
 
 
 @functools.cache
@@ -229,7 +253,7 @@ def resolve_noise(
     (or None) and the noise from ``noise_model=``, else the device's, else the rates (or None: noiseless). The
     options given are recorded in ``backend.options``; contradictory ones are refused."""
     if noise_model is not None:
-        _check_noise_model(noise_model)
+        check_noise_model(noise_model)  # what Aer refuses, refused now (never a job sent and retried)
         if depolarizing is not None or readout_error is not None:
             raise ConfigError(
                 f"noise_model= cannot be combined with {_rates(depolarizing, readout_error)}; accepted: one "
@@ -262,15 +286,6 @@ def _rates(depolarizing: Any, readout_error: Any) -> str:
     """'depolarizing=..., readout_error=...' for the rates that were given."""
     given = (("depolarizing", depolarizing), ("readout_error", readout_error))
     return " and ".join(f"{k}={v!r}" for k, v in given if v is not None)
-
-
-def _check_noise_model(noise_model: Any) -> None:
-    from qiskit_aer.noise import NoiseModel
-
-    if not isinstance(noise_model, NoiseModel):
-        raise invalid(
-            "noise_model", noise_model, "None or a qiskit_aer.noise.NoiseModel (NoiseModel.from_backend(...), say)"
-        )
 
 
 def _parities(bits: Any, labels: list[str], qubits: tuple[int, ...]) -> list[np.ndarray]:

@@ -98,7 +98,10 @@ def convert(tape: Any, wires: list) -> Converted:
     position = {w: i for i, w in enumerate(wires)}
     gates, params = _gates(tape.operations, position, wires)
     observables, post = _observables(tape.measurements, position, wires)
-    key = (len(wires), gate_key(gates), tuple(str(o) for o in observables))
+    exact = tuple(
+        (tuple(o.paulis.to_labels()), np.asarray(o.coeffs, dtype=np.complex128).tobytes()) for o in observables
+    )
+    key = (len(wires), gate_key(gates), exact)  # observables by their exact coefficients, never as printed
     channels = [a for g, _, a in gates if g == "channel"]
     return Converted(_circuit(gates, len(params), len(wires)), params, observables, post, key, channels)
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 import importlib.util
 import math
 import numbers
-import sys
 import threading
 import time
 from typing import Any
@@ -63,11 +62,24 @@ from hybridai.core.errors import (
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
 from hybridai.quantum.qiskit.conversion import Converted, convert
 from hybridai.quantum.qiskit.fake_devices import fake_names
+from hybridai.quantum.qiskit.noise_checks import warn_if_no_error_lands
 from hybridai.quantum.qiskit.redaction import log, redact
 from hybridai.quantum.shift_rule import parameter_shift
 
 SHARED_OPTIONS = ("shots", "seed", "retries", "backoff", "timeout", "max_parameter_sets", "optimization_level")
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer back-offs and time-outs are typing mistakes
+
+
+class Transpiled(tuple):
+    """``(circuit, observables)`` as ``QiskitBackend.transpiled`` returns them, with ``key``: the structure they were
+    transpiled from (the converted tape's exact key and the optimisation level), for caches keyed by value."""
+
+    key: tuple
+
+    def __new__(cls, circuit: Any, observables: list[Any], key: tuple) -> Transpiled:
+        made = super().__new__(cls, (circuit, observables))
+        made.key = key
+        return made
 
 
 class Tally:
@@ -158,6 +170,11 @@ class QiskitBackend(QuantumExecutor):
         """The backend circuits are transpiled for (``None``: no transpilation target)."""
         return None
 
+    def transpile_target(self, converted: Converted) -> Any:
+        """What ``converted`` is transpiled for (a backend or a ``Target``): ``hardware()`` unless a family needs
+        more for this circuit."""
+        return self.hardware()
+
     def estimate(
         self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], config: ExecutionConfig, tally: Tally
     ) -> list:
@@ -194,19 +211,24 @@ class QiskitBackend(QuantumExecutor):
         ``keep_gates=False``, so its circuits are transpiled exactly as unmitigated ones."""
         level = 0 if keep_gates else self.optimization_level
 
-        def make() -> tuple[Any, list[Any]]:
-            from qiskit import transpile
+        key = (converted.key, level)
 
-            target = self.hardware()
+        def make() -> Transpiled:
+            from qiskit import transpile
+            from qiskit.transpiler import Target
+
+            target = self.transpile_target(converted)
             if target is None:
-                return converted.circuit, converted.observables
+                return Transpiled(converted.circuit, converted.observables, key)
+            where = {"target": target} if isinstance(target, Target) else {"backend": target}
             circuit = transpile(
-                converted.circuit, backend=target, optimization_level=level,
+                converted.circuit, **where, optimization_level=level,
                 seed_transpiler=self.seed if self.seed is not None else 1234,
             )  # fmt: skip
-            return circuit, [o.apply_layout(circuit.layout) for o in converted.observables]
+            warn_if_no_error_lands(getattr(self, "noise_model", None), circuit, self.name)
+            return Transpiled(circuit, [o.apply_layout(circuit.layout) for o in converted.observables], key)
 
-        return self.cached((converted.key, level), make)
+        return self.cached(key, make)
 
     def run_job(self, submit: Any, tally: Tally) -> Any:
         """``submit()`` a job and return its result, retrying failures with exponential back-off."""
@@ -217,10 +239,16 @@ class QiskitBackend(QuantumExecutor):
             try:
                 job = submit()
                 return job.result(timeout=self.timeout) if self.timeout else job.result()
-            except (TypeError, ValueError):
+            except (TypeError, ValueError) as exc:
                 if job is None:
                     raise  # a malformed request: retrying cannot help
-                error = sys.exc_info()[1]
+                job_id = _job_id(job)
+                raise BackendExecutionError(  # the simulator refused the request (Aer: an invalid noise model, ...)
+                    f"{self.name!r}: job {job_id} was refused: {type(exc).__name__}: {redact(str(exc))}; not retried "
+                    "(the same request would be refused again); accepted: a request the primitive takes (see its "
+                    "message)",
+                    job_id=job_id,
+                ) from None
             except Exception as exc:  # job failures and time-outs
                 error = exc
             finally:
