@@ -15,7 +15,7 @@ from hybridai.core.errors import (
 )
 from hybridai.core.module import HybridModule, place, summary
 from hybridai.deployment import Deployment, DeploymentReport, deploy
-from hybridai.quantum import QuantumKernel, QuantumLayer, mitigation, psd_repair, target_alignment
+from hybridai.quantum import LearnableNoise, QuantumKernel, QuantumLayer, mitigation, psd_repair, target_alignment
 from hybridai.quantum.mitigation.zne import ZNE
 from hybridai.spiking import (
     CUBA,
@@ -60,6 +60,7 @@ __all__ = [
     "HybridModule",
     "LIF",
     "LatencyEncoder",
+    "LearnableNoise",
     "MembraneDecoder",
     "MissingExtraError",
     "QSVC",

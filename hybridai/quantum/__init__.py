@@ -5,6 +5,7 @@ from hybridai.quantum import foreign as _foreign  # noqa: F401  (registers its r
 from hybridai.quantum.kernel import IQPFeatureMap, QuantumKernel
 from hybridai.quantum.kernel_matrices import psd_repair, target_alignment
 from hybridai.quantum.layer import QuantumLayer
+from hybridai.quantum.learnable_noise import LearnableNoise
 
 _ESTIMATORS = ("QSVC", "QSVR", "QuantumKernelRidge")  # scikit-learn classes: imported on first use
 
@@ -19,6 +20,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "IQPFeatureMap",
+    "LearnableNoise",
     "QSVC",
     "QSVR",
     "QuantumKernel",
