@@ -61,37 +61,42 @@ def reordered(spec: ChannelSpec, order: tuple[int, ...]) -> ChannelSpec:
 
 
 def check_rates(spec: ChannelSpec, rates: list[torch.Tensor]) -> None:
-    """A ConfigError naming the channel and its rate when the rates are outside what PennyLane accepts."""
+    """A ConfigError naming the channel and its rate when the rates are outside what PennyLane accepts (one
+    synchronisation with the rates' device for all of them)."""
     names = RATES[spec.name]
     values = {n: r.detach() for n, r in zip(names, rates, strict=True)}
-    bad: list[tuple[str, torch.Tensor, str]] = []
     if spec.name == "ThermalRelaxationError":
         pe, t1, t2, tq = (values[n] for n in names)
-        bad += [("pe", pe, "in [0, 1]")] if ((pe < 0) | (pe > 1)).any() else []
-        bad += [("t1", t1, "> 0")] if (t1 <= 0).any() else []
-        bad += [("t2", t2, "> 0 and at most 2 * t1")] if ((t2 <= 0) | (t2 > 2 * t1)).any() else []
-        bad += [("tq", tq, ">= 0")] if (tq < 0).any() else []
+        checks = [
+            ("pe", pe, (pe < 0) | (pe > 1), "in [0, 1]"),
+            ("t1", t1, t1 <= 0, "> 0"),
+            ("t2", t2, (t2 <= 0) | (t2 > 2 * t1), "> 0 and at most 2 * t1"),
+            ("tq", tq, tq < 0, ">= 0"),
+        ]
     else:
-        for n, v in values.items():
-            if ((v < 0) | (v > 1)).any() | ~torch.isfinite(v).all():
-                bad.append((n, v, "in [0, 1]"))
-        if spec.name == "ResetError" and (values["p_0"] + values["p_1"] > 1).any():
-            bad.append(("p_0 + p_1", values["p_0"] + values["p_1"], "at most 1"))
-    if bad:
-        name, value, accepted = bad[0]
-        distinct = value.unique()
-        shown = (distinct.item() if distinct.numel() == 1 else distinct.tolist() if distinct.numel() <= 8
-                 else f"{value.numel()} values in [{value.min()}, {value.max()}]")  # fmt: skip
-        raise ConfigError(f"{spec.name} has {name}={shown}; accepted: {name} {accepted} (as PennyLane defines it)")
+        checks = [(n, v, (v < 0) | (v > 1), "in [0, 1]") for n, v in values.items()]
+        if spec.name == "ResetError":
+            total = values["p_0"] + values["p_1"]
+            checks.append(("p_0 + p_1", total, total > 1, "at most 1"))
+    flags = torch.stack([(bad | ~torch.isfinite(v)).any() for _, v, bad, _ in checks])
+    if not flags.any():
+        return
+    name, value, _, accepted = checks[int(flags.nonzero()[0, 0])]
+    distinct = value.unique()
+    shown = (distinct.item() if distinct.numel() == 1 else distinct.tolist() if distinct.numel() <= 8
+             else f"{value.numel()} values in [{value.min()}, {value.max()}]")  # fmt: skip
+    raise ConfigError(f"{spec.name} has {name}={shown}; accepted: {name} {accepted} (as PennyLane defines it)")
 
 
 def ptm(spec: ChannelSpec, rates: list[torch.Tensor]) -> torch.Tensor:
-    """The channel's PTM ``[D, D, rows]`` for its rates (each ``[rows]``)."""
+    """The channel's PTMs ``[D, D, ...]`` for its rates (each ``[...]``: ``[rows]``, or ``[G, rows]`` for G channels
+    of one kind at once)."""
     return _MAKERS[spec.name](spec, *rates)
 
 
 def _single(rates: torch.Tensor, diag: tuple, z_from_i: torch.Tensor | None = None) -> torch.Tensor:
-    """A one-qubit PTM ``[4, 4, rows]``: ``diag`` on the diagonal (1 for I), ``z_from_i`` at ``[Z, I]``."""
+    """One-qubit PTMs ``[4, 4, ...]`` (``...``: the rates' shape): ``diag`` on the diagonal (1 for I),
+    ``z_from_i`` at ``[Z, I]``."""
     one, zero = torch.ones_like(rates), torch.zeros_like(rates)
     entries = [[zero] * 4 for _ in range(4)]
     entries[0][0] = one
@@ -151,8 +156,8 @@ def _pauli_error(spec: ChannelSpec, p: torch.Tensor) -> torch.Tensor:
     """``(1 - p) rho + p P rho P``: a Pauli word that anticommutes with ``P`` is scaled by ``1 - 2p``."""
     (operators,) = spec.hyper
     anticommutes = torch.as_tensor(_anticommuting(operators), dtype=p.dtype, device=p.device)  # [D]
-    diagonal = 1 - 2 * p[None] * anticommutes[:, None]  # [D, rows]
-    return torch.diag_embed(diagonal.T).permute(1, 2, 0)
+    diagonal = 1 - 2 * p[..., None] * anticommutes  # [..., D]
+    return torch.diag_embed(diagonal).movedim((-2, -1), (0, 1))
 
 
 def _anticommuting(operators: str) -> np.ndarray:

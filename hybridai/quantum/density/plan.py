@@ -95,8 +95,8 @@ class Plan:
 
         groups: list[Any] = []  # batch-last: [D, D, G] constants, [F, D, D, G] cosine and sine terms
         for _, frequencies, members in self.groups:
-            if frequencies is None:  # channels: their PTMs are made from their rates in each call
-                groups.append(None)
+            if frequencies is None:  # channels: their PTMs are made from their rates in each call, kind by kind
+                groups.append(self._channel_kinds(members, index))
                 continue
             exps = [self.params[i].expansion for i in members]
             cos = put(np.moveaxis(np.array([[c for _, c, _ in e.terms] for e in exps]), 0, -1)) if frequencies else None
@@ -123,6 +123,20 @@ class Plan:
         }
         with self._lock:
             return self._tensors.setdefault(key, made)
+
+    def _channel_kinds(self, members: list[int], index: Any) -> tuple[list, torch.Tensor]:
+        """A channel group's kinds, ``[(spec, rate indices [G_kind, R])]`` (each kind's PTMs made in one call),
+        and the order that puts the kinds' PTMs back in the group's order."""
+        kinds: dict[tuple, list[tuple[int, ChannelSpec]]] = {}
+        for slot, i in enumerate(members):
+            spec = self.params[i].channel
+            assert spec is not None
+            kinds.setdefault((spec.name, spec.hyper), []).append((slot, spec))
+        entries, order = [], []
+        for items in kinds.values():
+            order += [slot for slot, _ in items]
+            entries.append((items[0][1], index([list(spec.rates) for _, spec in items])))
+        return entries, index(np.argsort(order))
 
 
 def _initial(m: int) -> np.ndarray:

@@ -88,8 +88,9 @@ def _parametric(
     rows = values.shape[1]
     out = []
     for g, (_, kind, members) in enumerate(plan.groups):
-        if kind is None:  # PennyLane channels: PTMs of their rates (each [rows])
-            out.append(torch.stack([_channel(plan.params[i].channel, values) for i in members], 2))
+        if kind is None:  # PennyLane channels: PTMs of their rates, kind by kind
+            entries, restore = tensors["groups"][g]
+            out.append(torch.cat([_channels(spec, rates, values) for spec, rates in entries], 2)[:, :, restore])
             continue
         constant, frequencies, cos_terms, sin_terms, affine = tensors["groups"][g]
         if affine is not None:
@@ -106,11 +107,12 @@ def _parametric(
     return out
 
 
-def _channel(spec: Any, values: torch.Tensor) -> torch.Tensor:
-    """A channel's PTM ``[D, D, rows]`` from its rates (rows of ``values``), after checking their ranges."""
-    rates = [values[i] for i in spec.rates]
-    pennylane_channels.check_rates(spec, rates)
-    return pennylane_channels.ptm(spec, rates)
+def _channels(spec: Any, rates: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """The PTMs ``[D, D, G, rows]`` of G channels of one kind (``spec``'s) whose rates are the rows ``rates [G, R]``
+    of ``values``, after checking the rates' ranges."""
+    columns = [values[rates[:, j]] for j in range(rates.shape[1])]  # each [G, rows]
+    pennylane_channels.check_rates(spec, columns)
+    return pennylane_channels.ptm(spec, columns)
 
 
 def _rows(value: Any, rows: int, like: torch.Tensor) -> torch.Tensor:
