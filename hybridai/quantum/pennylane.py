@@ -339,12 +339,12 @@ class PennyLaneBackend(QuantumExecutor):
     def _run_recorded(self, tapes: list[Any], config: ExecutionConfig) -> list[Any]:
         import pennylane as qml
 
-        split = [_rows_of_channels(t) for t in tapes]
-        if any(s is not None for s in split):  # PennyLane's channels do not broadcast: one tape per row
-            parts = [[t] if s is None else s for t, s in zip(tapes, split, strict=True)]
-            results = iter(self._run_recorded([t for p in parts for t in p], config))
-            rows = [[next(results) for _ in p] for p in parts]
-            return [r[0] if s is None else _stacked_rows(r) for r, s in zip(rows, split, strict=True)]
+        per_row = [_rows_of_channels(t) for t in tapes]
+        if any(s is not None for s in per_row):  # PennyLane's channels do not broadcast: one tape per row
+            parts = [[t] if s is None else s for t, s in zip(tapes, per_row, strict=True)]
+            answers = iter(self._run_recorded([t for p in parts for t in p], config))
+            rows = [[next(answers) for _ in p] for p in parts]
+            return [r[0] if s is None else _stacked_rows(r) for r, s in zip(rows, per_row, strict=True)]
         if self.target in STATEVECTOR_DEVICES and any(isinstance(op, qml.operation.Channel) for t in tapes
                                                       for op in t.operations):  # fmt: skip
             raise UnsupportedOperationError(

@@ -98,7 +98,7 @@ class Plan:
             if frequencies is None:  # channels: their PTMs are made from their rates in each call, kind by kind
                 groups.append(self._channel_kinds(members, index))
                 continue
-            exps = [self.params[i].expansion for i in members]
+            exps = [e for e in (self.params[i].expansion for i in members) if e is not None]  # gates: every one
             cos = put(np.moveaxis(np.array([[c for _, c, _ in e.terms] for e in exps]), 0, -1)) if frequencies else None
             sin = put(np.moveaxis(np.array([[s for _, _, s in e.terms] for e in exps]), 0, -1)) if frequencies else None
             forms = [f for f in (self.params[i].affine for i in members) if f is not None]

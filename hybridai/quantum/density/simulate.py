@@ -97,7 +97,7 @@ def _parametric(
             index, scale, shift = affine
             angles = values[index] * scale[:, None] + shift[:, None]  # [G, rows]
         else:
-            angles = torch.stack([_rows(plan.params[i].angle(names), rows, values) for i in members])
+            angles = torch.stack([_rows(_angle(plan.params[i], names), rows, values) for i in members])
         matrices = constant[..., None]  # [D, D, G, 1]
         for f, frequency in enumerate(frequencies):
             phase = angles if frequency == 1.0 else angles * frequency
@@ -105,6 +105,12 @@ def _parametric(
             matrices = matrices + sin_terms[f][..., None] * torch.sin(phase)
         out.append(matrices if frequencies else matrices.expand(-1, -1, -1, rows))
     return out
+
+
+def _angle(param: Any, names: Mapping[str, torch.Tensor]) -> Any:
+    """A gate's angle for the parameters ``names``."""
+    assert param.angle is not None  # gates have angles (channels have rates)
+    return param.angle(names)
 
 
 def _channels(spec: Any, rates: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
