@@ -383,14 +383,13 @@ def test_capabilities_and_options():
 def test_simulation_follows_the_parameters_device():
     """No GPU here: torch's meta device (shapes only) shows that every tensor of a run is made on the parameters'
     device, as on CUDA."""
-    from hybridai.quantum.density.backend import Named
     from hybridai.quantum.density.simulate import expectations, run
 
     backend = backends.get("density:fake_manila")
     backend.execute([qml.tape.make_qscript(small)(torch.rand(2, 2), torch.rand(3))], ExecutionConfig((0, 1)))
     (plan,) = [v for k, v in backend._transpiled.items() if k[0] == "density"]
     values = torch.rand(5, 3, dtype=torch.float64, device="meta")
-    state = run(plan, values, Named(values), torch.device("meta"), torch.float64)
+    state = run(plan, values, torch.device("meta"), torch.float64)
     out = expectations(plan, state)
     assert out.device.type == "meta" and out.shape == (3, 2)
 

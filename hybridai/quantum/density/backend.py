@@ -30,7 +30,6 @@ refused before anything is allocated.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -201,14 +200,15 @@ class DensityBackend(QiskitBackend):
         """Expectations ``[rows, R]`` of the converted circuit's raw observables for its parameter values."""
         dtype = DTYPES[self.dtype]
         values = _stacked(params, rows, device, dtype)
+        varying = tuple(p.dim() > 0 and rows > 1 for p in params)  # what is the same for every row is made once
         if not config.shots:
-            plan = self._exact_plan(converted, config.keep_gates, level)
+            plan = self._exact_plan(converted, config.keep_gates, level, varying)
             state = self._run(plan, values, rows, device)
             return expectations(plan, state)
         circuit, groups, weights, constant = self._sampled_terms(converted, config.keep_gates, level)
         parities = []
         for basis in groups:
-            plan = self._sampled_plan(converted, circuit, basis, level)
+            plan = self._sampled_plan(converted, circuit, basis, level, varying)
             with torch.no_grad():
                 state = self._run(plan, values, rows, device)
             parities.append(sampled_parities(plan, state, config.shots, generator or torch.Generator()))
@@ -245,28 +245,31 @@ class DensityBackend(QiskitBackend):
         where = "half the GPU's free memory" if device.type == "cuda" else "half the RAM"
         check_state_memory(self.name, plan.m, density=True, copies=copies, itemsize=DTYPES[self.dtype].itemsize,
                            limit=memory_limit(device), remedy=REMEDY, where=where)  # fmt: skip
-        return run(plan, values, Named(values), device, DTYPES[self.dtype])
+        return run(plan, values, device, DTYPES[self.dtype])
 
-    def _exact_plan(self, converted: Converted, keep_gates: bool, level: int) -> Plan:
+    def _exact_plan(self, converted: Converted, keep_gates: bool, level: int, varying: tuple[bool, ...]) -> Plan:
         def make() -> Plan:
             circuit, observables = self.transpiled(converted, keep_gates)
-            plan = compile_circuit(circuit, self.noise, used_qubits(circuit, observables), converted.channels)
+            used = used_qubits(circuit, observables)
+            plan = compile_circuit(circuit, self.noise, used, converted.channels, varying)
             plan.readout = exact_readout(plan, observables)
             return plan
 
-        return self.cached(("density", converted.key, level), make)
+        return self.cached(("density", converted.key, level, varying), make)
 
-    def _sampled_plan(self, converted: Converted, circuit: Any, basis: dict, level: int) -> Plan:
+    def _sampled_plan(
+        self, converted: Converted, circuit: Any, basis: dict, level: int, varying: tuple[bool, ...]
+    ) -> Plan:
         def make() -> Plan:
             measured, _ = measured_circuit(circuit, basis, self.transpile_target(converted))
             letters = tuple(sorted(basis["letters"]))
             used = used_qubits(measured, [], basis["letters"])
-            plan = compile_circuit(measured, self.noise, used, converted.channels)
+            plan = compile_circuit(measured, self.noise, used, converted.channels, varying)
             readouts = [self.noise.readout(q) for q in letters]
             plan.readout = sampled_readout(plan, letters, sorted(basis["labels"]), readouts)
             return plan
 
-        return self.cached(("density", converted.key, level, basis["key"]), make)
+        return self.cached(("density", converted.key, level, basis["key"], varying), make)
 
 
 def _refuse_rate_gradients(converted: Converted, config: ExecutionConfig, name: str) -> None:
@@ -287,21 +290,3 @@ def _stacked(params: list[torch.Tensor], rows: int, device: torch.device, dtype:
         return torch.zeros(0, rows, dtype=dtype, device=device)
     columns = torch.broadcast_tensors(*(p.to(device, dtype) for p in params))
     return torch.stack(columns).reshape(len(params), -1).expand(-1, rows)
-
-
-class Named(Mapping):
-    """``theta[i]`` -> row i of the stacked parameters (what angles that are not affine read, by name)."""
-
-    def __init__(self, values: torch.Tensor) -> None:
-        self.stacked = values
-
-    def __getitem__(self, name: str) -> torch.Tensor:
-        if not (name.startswith("theta[") and name.endswith("]")):
-            raise KeyError(name)
-        return self.stacked[int(name[6:-1])]
-
-    def __iter__(self) -> Iterator[str]:
-        return (f"theta[{i}]" for i in range(len(self.stacked)))
-
-    def __len__(self) -> int:
-        return len(self.stacked)

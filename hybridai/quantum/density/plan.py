@@ -33,6 +33,7 @@ class Param:
     expansion: Expansion | None
     affine: tuple[int, float, float] | None = None  # (i, a, b): the angle is a * theta[i] + b
     channel: ChannelSpec | None = None  # a PennyLane channel with rates instead of a gate (no angle, no expansion)
+    varying: bool = True  # whether its matrix differs between rows (it reads a parameter given per row)
     group: int = -1  # params of one matrix size and frequency set are evaluated together
     slot: int = -1
 
@@ -68,10 +69,13 @@ class Plan:
         self.params: list[Param] = []
         self.groups: list[tuple[int, tuple[float, ...] | None, list[int]]] = []  # (D, frequencies or None for
         # channels, params)
+        self.group_varying: list[bool] = []  # per group: its matrices differ between rows (else: made once)
         self.chains: list[tuple[Factor, ...]] = []
         self.chain_table = np.zeros((0, 0), dtype=np.int64)  # [L, C] pool indices
+        self.chain_varying: np.ndarray = np.zeros(0, dtype=bool)  # [C]: a chain reads a matrix that varies by row
         self.chain_constants: list[int] = []  # constants in the pool, after the identity
         self.kron_tables: dict[int, np.ndarray] = {}  # k -> [rows, k] chain indices (-1: identity)
+        self.kron_varying: dict[int, np.ndarray] = {}  # k -> [rows]: the row reads a chain that varies
         self.readout: Readout | None = None
         self._tensors: dict[tuple, Any] = {}
         self._lock = threading.Lock()
@@ -114,8 +118,7 @@ class Plan:
             "groups": groups,
             "identity": put(np.eye(4)),
             "chain_pool": torch.stack([put(np.eye(4)), *pool], -1),  # [4, 4, 1 + K]
-            "chain_table": index(self.chain_table),
-            "kron_tables": {k: index(t) for k, t in self.kron_tables.items()},
+            **self._split_tables(index),
             "initial": put(_initial(self.m)),
             "indices": None if self.readout is None else index(self.readout.indices),
             "weights": None if self.readout is None else put(self.readout.weights),
@@ -123,6 +126,38 @@ class Plan:
         }
         with self._lock:
             return self._tensors.setdefault(key, made)
+
+    def _split_tables(self, index: Any) -> dict[str, Any]:
+        """The chain and Kronecker tables split into what is the same for every row (made once, ``[D, D, ...]``)
+        and what varies (``[D, D, ..., rows]``). Chains: pool indices of the constant and the varying chains; a
+        chain's place among them (``chain_place``: ``(varying, position)``). Kronecker rows: indices into the
+        constant chains followed by the identity, or into the varying chains, then the constant ones, then the
+        identity; a row's place (``kron_place``)."""
+        varying = self.chain_varying
+        fixed, moving = np.flatnonzero(~varying), np.flatnonzero(varying)
+        position = np.zeros(len(varying), dtype=np.int64)
+        position[fixed], position[moving] = np.arange(len(fixed)), np.arange(len(moving))
+        kron: dict[tuple[int, bool], Any] = {}
+        kron_place: dict[tuple[int, int], tuple[bool, int]] = {}
+        for k, table in self.kron_tables.items():
+            rows_varying = self.kron_varying[k]
+            for flag in (False, True):
+                chosen = np.flatnonzero(rows_varying == flag)
+                picked = table[chosen]
+                if flag:  # varying chains, then the constant ones, then the identity
+                    mapped = np.where(varying[picked], position[picked], len(moving) + position[picked])
+                    mapped = np.where(picked < 0, len(moving) + len(fixed), mapped)
+                else:
+                    mapped = np.where(picked < 0, len(fixed), position[picked])
+                kron[k, flag] = index(mapped.reshape(len(chosen), k))
+                for n, s in enumerate(chosen):
+                    kron_place[k, int(s)] = (flag, n)
+        return {
+            "chain_tables": (index(self.chain_table[:, fixed]), index(self.chain_table[:, moving])),
+            "chain_place": [(bool(varying[c]), int(position[c])) for c in range(len(varying))],
+            "kron_tables": kron,
+            "kron_place": kron_place,
+        }
 
     def _channel_kinds(self, members: list[int], index: Any) -> tuple[list, torch.Tensor]:
         """A channel group's kinds, ``[(spec, rate indices [G_kind, R])]`` (each kind's PTMs made in one call),

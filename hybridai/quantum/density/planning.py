@@ -43,10 +43,16 @@ def used_qubits(circuit: Any, observables: list[Any], letters: dict[int, str] | 
 
 
 def compile_circuit(
-    circuit: Any, noise: Noise, physical: tuple[int, ...], channels: list[ChannelSpec] | tuple = ()
+    circuit: Any,
+    noise: Noise,
+    physical: tuple[int, ...],
+    channels: list[ChannelSpec] | tuple = (),
+    varying: tuple[bool, ...] | None = None,
 ) -> Plan:
     """The blocks of ``circuit`` with ``noise`` (module docstring) on the simulated ``physical`` qubits; its
-    ``channels`` (the converted circuit's PennyLane channels) where their place holders are."""
+    ``channels`` (the converted circuit's PennyLane channels) where their place holders are. ``varying[i]``: whether
+    ``theta[i]`` differs between rows (None: every one may); what reads none of those is computed once per call,
+    not once per row."""
     plan = Plan(physical)
     sim = {q: s for s, q in enumerate(physical)}
     chains: dict[int, list[Factor]] = {}
@@ -98,9 +104,22 @@ def compile_circuit(
             _add_chains(plan, plan.blocks[last[q]], {q: chain})
         else:
             plan.blocks.append(Block((q,), list(chain)))
+    _mark_varying(plan, varying)
     _group(plan)
     _tables(plan)
     return plan
+
+
+def _mark_varying(plan: Plan, varying: tuple[bool, ...] | None) -> None:
+    """Each parametric factor's ``varying``: it reads a parameter that differs between rows."""
+    if varying is None:
+        return
+    for param in plan.params:
+        if param.channel is not None:
+            param.varying = any(varying[i] for i in param.channel.rates)
+        else:
+            assert param.angle is not None
+            param.varying = any(varying[int(name[6:-1])] for name in param.angle.names)
 
 
 def _factors(plan: Plan, op: Any, qubits: tuple[int, ...], sim: dict[int, int], noise: Noise, where: str) -> list:
@@ -166,13 +185,14 @@ def _group(plan: Plan) -> None:
     index: dict[tuple, int] = {}
     for i, param in enumerate(plan.params):
         if param.channel is not None:
-            key: tuple = (4**param.channel.k, None)
+            key: tuple = (4**param.channel.k, None, param.varying)
         else:
             assert param.expansion is not None
-            key = (param.expansion.constant.shape[0], param.expansion.frequencies)
+            key = (param.expansion.constant.shape[0], param.expansion.frequencies, param.varying)
         if key not in index:
             index[key] = len(plan.groups)
             plan.groups.append((key[0], key[1], []))
+            plan.group_varying.append(param.varying)
         param.group = index[key]
         param.slot = len(plan.groups[param.group][2])
         plan.groups[param.group][2].append(i)
@@ -195,6 +215,10 @@ def _tables(plan: Plan) -> None:
                 tables.setdefault(k, []).append(row)
                 block.pieces[n] = ("k", (k, len(tables[k]) - 1))
     plan.kron_tables = {k: np.array(rows, dtype=np.int64).reshape(len(rows), k) for k, rows in tables.items()}
+    plan.chain_varying = np.array([any(kind == "p" and plan.params[i].varying for kind, i in chain)
+                                   for chain in plan.chains], dtype=bool)  # fmt: skip
+    plan.kron_varying = {k: np.array([any(plan.chain_varying[c] for c in row if c >= 0) for row in table], dtype=bool)
+                         for k, table in plan.kron_tables.items()}  # fmt: skip
     constants = sorted({i for chain in plan.chains for kind, i in chain if kind == "c"})
     plan.chain_constants = constants
     offsets, start = {}, 1 + len(constants)

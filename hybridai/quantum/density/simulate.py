@@ -5,8 +5,10 @@ float32 for ``dtype="complex64"``), one row per parameter set. First everything 
 computed for all gates at once, to keep the number of torch calls (Python overhead dominates small circuits) low:
 the angles (one gather and multiply-add where they are affine in one parameter), the parametric PTMs per group,
 every single-qubit chain's product (gathered from one pool, multiplied pairwise in ``log2`` levels), every block's
-Kronecker product of chains. Then each block's matrix (a constant, or ``[B, D, D]`` when it holds parametric
-gates) is applied by moving the block's axes next to each other and one matrix product: one GEMM over the whole
+Kronecker product of chains. What reads no parameter that differs between rows (the trained weights, constant or
+trained noise rates: the plan is made for which parameters are given per row) is computed once, as ``[D, D]``
+matrices; only the rest is ``[D, D, rows]``. Then each block's matrix (a constant, or ``[B, D, D]`` when it
+varies by row) is applied by moving the block's axes next to each other and one matrix product: one GEMM over the whole
 batch for a constant, one batched product otherwise. Everything is a torch operation on the parameters' device, so
 autograd differentiates it (twice, too).
 """
@@ -14,7 +16,7 @@ autograd differentiates it (twice, too).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -24,16 +26,17 @@ from hybridai.quantum.density import pennylane_channels
 from hybridai.quantum.density.plan import Plan
 
 
-def run(plan: Plan, values: torch.Tensor, names: Mapping[str, torch.Tensor], device: torch.device,
-        dtype: torch.dtype) -> torch.Tensor:  # fmt: skip
+def run(plan: Plan, values: torch.Tensor, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
     """The final Pauli coefficients ``[rows, 4, ..., 4]`` for the circuit parameters ``values`` (``[P, rows]``:
-    ``theta[i]`` in row i; ``names``: the same by name, for angles that are not affine in one of them)."""
+    ``theta[i]`` in row i). What reads no parameter that varies between rows (the plan knows which) is computed
+    once, as ``[D, D]`` matrices."""
     tensors = plan.tensors(device, dtype)
     rows = values.shape[1]
-    params = _parametric(plan, tensors, values, names)
-    chains = _chains(plan, tensors, params, rows)
-    krons = {k: v.unbind(2) for k, v in _krons(tensors, chains, rows).items()}  # unbind: ONE backward, not one per
-    singles = None if chains is None else chains.unbind(2)  # select (each would fill a gradient of the whole)
+    params = _parametric(plan, tensors, values)
+    fixed, moving = _chains(plan, tensors, params, rows)
+    krons = {key: v.unbind(2) for key, v in _krons(tensors, fixed, moving, rows).items()}  # unbind: ONE backward,
+    singles = {False: () if fixed is None else fixed.unbind(2),  # not one per select
+               True: () if moving is None else moving.unbind(2)}  # fmt: skip
     unbound: dict[int, tuple[torch.Tensor, ...]] = {}
     state = tensors["initial"].expand(rows, -1).view(rows, *(4,) * plan.m)
     for block in plan.blocks:
@@ -47,10 +50,11 @@ def run(plan: Plan, values: torch.Tensor, names: Mapping[str, torch.Tensor], dev
                     unbound[param.group] = params[param.group].unbind(2)
                 factor = unbound[param.group][param.slot]
             elif kind == "h":
-                assert singles is not None  # a plan with "h" pieces has single-qubit chains
-                factor = singles[what]
+                varying, position = tensors["chain_place"][what]
+                factor = singles[varying][position]
             else:
-                factor = krons[what[0]][what[1]]
+                varying, position = tensors["kron_place"][what]
+                factor = krons[what[0], varying][position]
             matrix = factor if matrix is None else _product(factor, matrix)
         assert matrix is not None  # every block has at least one piece
         state = apply(
@@ -81,30 +85,41 @@ def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (a[:, :, None] * b[None]).sum(1)
 
 
-def _parametric(
-    plan: Plan, tensors: dict, values: torch.Tensor, names: Mapping[str, torch.Tensor]
-) -> list[torch.Tensor]:
-    """Every parametric gate's PTM, batch-last ``[D, D, G, rows]`` per group (matrix size, frequencies)."""
+def _parametric(plan: Plan, tensors: dict, values: torch.Tensor) -> list[torch.Tensor]:
+    """Every parametric factor's PTM per group (matrix size, frequencies, whether it varies): batch-last
+    ``[D, D, G, rows]`` for a group that varies between rows, ``[D, D, G]`` (made once) for one that does not."""
     rows = values.shape[1]
+    names = Named(values)  # angles that are not affine in one parameter read them by name
+    first = values[:, :1]  # a group that varies with no row reads any row: the first
+    first_names = Named(first)
     out = []
     for g, (_, kind, members) in enumerate(plan.groups):
+        varying = plan.group_varying[g] if plan.group_varying else True
+        used, used_names, width = (values, names, rows) if varying else (first, first_names, 1)
         if kind is None:  # PennyLane channels: PTMs of their rates, kind by kind
             entries, restore = tensors["groups"][g]
-            out.append(torch.cat([_channels(spec, rates, values) for spec, rates in entries], 2)[:, :, restore])
-            continue
-        constant, frequencies, cos_terms, sin_terms, affine = tensors["groups"][g]
-        if affine is not None:
-            index, scale, shift = affine
-            angles = values[index] * scale[:, None] + shift[:, None]  # [G, rows]
+            made = torch.cat([_channels(spec, rates, used) for spec, rates in entries], 2)[:, :, restore]
         else:
-            angles = torch.stack([_rows(_angle(plan.params[i], names), rows, values) for i in members])
-        matrices = constant[..., None]  # [D, D, G, 1]
-        for f, frequency in enumerate(frequencies):
-            phase = angles if frequency == 1.0 else angles * frequency
-            matrices = matrices + cos_terms[f][..., None] * torch.cos(phase)
-            matrices = matrices + sin_terms[f][..., None] * torch.sin(phase)
-        out.append(matrices if frequencies else matrices.expand(-1, -1, -1, rows))
+            made = _gates(plan, tensors["groups"][g], members, used, used_names, width)
+        out.append(made if varying else made[..., 0])
     return out
+
+
+def _gates(plan: Plan, group: tuple, members: list[int], values: torch.Tensor, names: Mapping[str, torch.Tensor],
+           rows: int) -> torch.Tensor:  # fmt: skip
+    """The PTMs ``[D, D, G, rows]`` of one group of parametric gates."""
+    constant, frequencies, cos_terms, sin_terms, affine = group
+    if affine is not None:
+        index, scale, shift = affine
+        angles = values[index] * scale[:, None] + shift[:, None]  # [G, rows]
+    else:
+        angles = torch.stack([_rows(_angle(plan.params[i], names), rows, values) for i in members])
+    matrices = constant[..., None]  # [D, D, G, 1]
+    for f, frequency in enumerate(frequencies):
+        phase = angles if frequency == 1.0 else angles * frequency
+        matrices = matrices + cos_terms[f][..., None] * torch.cos(phase)
+        matrices = matrices + sin_terms[f][..., None] * torch.sin(phase)
+    return matrices if frequencies else matrices.expand(-1, -1, -1, rows)
 
 
 def _angle(param: Any, names: Mapping[str, torch.Tensor]) -> Any:
@@ -131,34 +146,61 @@ def _rows(value: Any, rows: int, like: torch.Tensor) -> torch.Tensor:
     return value
 
 
-def _chains(plan: Plan, tensors: dict, params: list[torch.Tensor], rows: int) -> torch.Tensor | None:
-    """Every single-qubit chain's product, batch-last ``[4, 4, C, rows]``: its factors gathered from one pool, then
-    multiplied pairwise, level by level (``log2`` of the longest chain products for all chains together)."""
+def _chains(
+    plan: Plan, tensors: dict, params: list[torch.Tensor], rows: int
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Every single-qubit chain's product: the chains that read no varying factor as ``[4, 4, C]`` (made once),
+    the others batch-last ``[4, 4, C, rows]``. Each chain's factors are gathered from one pool, then multiplied
+    pairwise, level by level (``log2`` of the longest chain products for all chains together)."""
     if not plan.chains:
-        return None
-    pool = [tensors["chain_pool"][..., None].expand(-1, -1, -1, rows)]
-    pool += [params[g] for g, (d, _, _) in enumerate(plan.groups) if d == 4]
-    factors = torch.cat(pool, 2)[:, :, tensors["chain_table"]]  # [4, 4, L, C, rows]
+        return None, None
+    fixed_table, moving_table = tensors["chain_tables"]
+    one_qubit = [(g, p) for g, p in enumerate(params) if plan.groups[g][0] == 4]
+    fixed = moving = None
+    if fixed_table.shape[1]:
+        pool = [tensors["chain_pool"]] + [p[..., 0] if _varies(plan, g) else p for g, p in one_qubit]
+        fixed = _pairwise(torch.cat(pool, 2)[:, :, fixed_table])  # [4, 4, L, C] -> [4, 4, C]
+    if moving_table.shape[1]:
+        pool = [tensors["chain_pool"][..., None].expand(-1, -1, -1, rows)]
+        pool += [p if _varies(plan, g) else p[..., None].expand(-1, -1, -1, rows) for g, p in one_qubit]
+        moving = _pairwise(torch.cat(pool, 2)[:, :, moving_table])  # [4, 4, L, C, rows] -> [4, 4, C, rows]
+    return fixed, moving
+
+
+def _varies(plan: Plan, group: int) -> bool:
+    return plan.group_varying[group] if plan.group_varying else True
+
+
+def _pairwise(factors: torch.Tensor) -> torch.Tensor:
+    """The products of the factors ``[4, 4, L, C, ...]`` along L (the later factor on the left): ``[4, 4, C, ...]``."""
     while factors.shape[2] > 1:
         length, half = factors.shape[2], factors.shape[2] // 2
-        paired = _product(factors[:, :, 1 : 2 * half : 2], factors[:, :, 0 : 2 * half : 2])  # later factor left
+        paired = _product(factors[:, :, 1 : 2 * half : 2], factors[:, :, 0 : 2 * half : 2])
         factors = torch.cat([paired, factors[:, :, 2 * half :]], 2) if length % 2 else paired
     return factors[:, :, 0]
 
 
-def _krons(tensors: dict, chains: torch.Tensor | None, rows: int) -> dict[int, torch.Tensor]:
-    """The Kronecker products of chains of every k-qubit block piece: ``{k: [4^k, 4^k, table rows, rows]}``."""
-    if chains is None:
-        return {}
-    identity = tensors["identity"][:, :, None, None].expand(-1, -1, 1, rows)
-    extended = torch.cat([chains, identity], 2)  # index -1: the identity
+def _krons(
+    tensors: dict, fixed: torch.Tensor | None, moving: torch.Tensor | None, rows: int
+) -> dict[tuple[int, bool], torch.Tensor]:
+    """The Kronecker products of chains of every k-qubit block piece, ``{(k, varies): [4^k, 4^k, N]`` for rows
+    of constant chains, ``[4^k, 4^k, N, rows]`` for the others``}``."""
     out = {}
-    for k, table in tensors["kron_tables"].items():
-        picked = extended[:, :, table]  # [4, 4, N, k, rows]
+    identity = tensors["identity"][:, :, None]
+    for (k, varies), table in tensors["kron_tables"].items():
+        if not table.shape[0]:
+            continue
+        if varies:
+            assert moving is not None
+            parts = [moving] + ([] if fixed is None else [fixed[..., None].expand(-1, -1, -1, rows)])
+            extended = torch.cat([*parts, identity[..., None].expand(-1, -1, -1, rows)], 2)
+        else:
+            extended = identity if fixed is None else torch.cat([fixed, identity], 2)
+        picked = extended[:, :, table]  # [4, 4, N, k, ...]
         product = picked[:, :, :, 0]
         for j in range(1, k):
             product = _kron(product, picked[:, :, :, j])
-        out[k] = product
+        out[k, varies] = product
     return out
 
 
@@ -192,3 +234,21 @@ def apply(state: torch.Tensor, matrix: torch.Tensor, qubits: tuple[int, ...], m:
     else:
         out = matrix @ moved.reshape(d, -1)
     return out.view([moved.shape[i] for i in range(len(order))]).permute(inverse)
+
+
+class Named(Mapping):
+    """``theta[i]`` -> row i of the stacked parameters (what angles that are not affine read, by name)."""
+
+    def __init__(self, values: torch.Tensor) -> None:
+        self.stacked = values
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        if not (name.startswith("theta[") and name.endswith("]")):
+            raise KeyError(name)
+        return self.stacked[int(name[6:-1])]
+
+    def __iter__(self) -> Iterator[str]:
+        return (f"theta[{i}]" for i in range(len(self.stacked)))
+
+    def __len__(self) -> int:
+        return len(self.stacked)
