@@ -41,6 +41,13 @@ def _plain(value: Any) -> Any:
 _UNDECIDED = object()
 
 
+def hyperparameters_key(hyperparameters: dict) -> tuple | None:
+    """An operation's hyperparameters as an exact, hashable key (never their printed text), or None where equality
+    could not be decided exactly (an operator, an array, a function)."""
+    items = tuple((k, _plain(v)) for k, v in sorted(hyperparameters.items()))
+    return None if any(v is _UNDECIDED for _, v in items) else items
+
+
 def _shape(value: Any) -> Any:
     """The shape of a parameter (a tensor, an array or a number), or ``_UNDECIDED``."""
     if isinstance(value, torch.Tensor | np.ndarray):

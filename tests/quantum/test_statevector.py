@@ -443,3 +443,34 @@ def test_default_backend_of_quantum_layer_is_statevector():
     assert layer.backend == "statevector"
     assert layer.resolved_backend.capabilities.diff_methods == ("best", "backprop", "adjoint", "parameter-shift")
     assert math.isclose(layer(torch.zeros(1, 3))[0, 0].item(), layer(torch.zeros(3))[0].item(), abs_tol=1e-7)
+
+
+def test_constant_gates_with_hyperparameters_that_print_alike_are_told_apart():
+    """The cache of parameter-free gates is keyed by exact hyperparameters, never by their printed text."""
+    import numpy as np
+    import pennylane as qml
+
+    from hybridai.quantum.statevector.gates import constant_gate
+
+    class Angle:
+        def __init__(self, value):
+            self.value = value
+
+        def __repr__(self):
+            return "Angle"  # every angle prints alike
+
+    class Phase(qml.operation.Operation):
+        num_wires = 1
+        num_params = 0
+
+        def __init__(self, angle, wires):
+            super().__init__(wires=wires)
+            self.hyperparameters["angle"] = angle
+
+        @staticmethod
+        def compute_matrix(angle):
+            return np.diag([1.0, np.exp(1j * angle.value)])
+
+    for value in (0.5, 0.7, 1.9):
+        kind, (_, phases) = constant_gate(Phase(Angle(value), wires=0))
+        assert kind == "mono" and abs(phases[1] - np.exp(1j * value)) < 1e-15

@@ -25,6 +25,7 @@ import torch
 
 from hybridai.core.errors import UnsupportedOperationError
 from hybridai.quantum.decomposition import walk
+from hybridai.quantum.tape_structure import hyperparameters_key
 
 MAX_DENSE_WIRES = 3
 SKIPPED = {"Identity", "Barrier", "Snapshot", "WireCut"}
@@ -128,18 +129,24 @@ _CONSTANT_GATES: dict[tuple, tuple[str, Any]] = {}
 
 
 def constant_gate(op: Any) -> tuple[str, Any]:
-    """Classify a parameter-free gate once: ('mono', (perm, phases)) or ('dense', matrix)."""
-    key = (op.name, len(op.wires), repr(op.hyperparameters))
-    if key not in _CONSTANT_GATES:
-        matrix = np.asarray(op.matrix(), dtype=np.complex128)
-        nonzero = np.abs(matrix) > 1e-12
-        if np.all(nonzero.sum(axis=1) == 1) and np.all(nonzero.sum(axis=0) == 1):
-            perm = tuple(int(i) for i in nonzero.argmax(axis=1))
-            phases = tuple(complex(matrix[r, c]) for r, c in enumerate(perm))
-            _CONSTANT_GATES[key] = ("mono", (perm, phases))
-        else:
-            _CONSTANT_GATES[key] = ("dense", matrix)
-    return _CONSTANT_GATES[key]
+    """Classify a parameter-free gate: ('mono', (perm, phases)) or ('dense', matrix); once per class, wire count and
+    hyperparameters (compared exactly: a gate whose hyperparameters cannot be is classified every time)."""
+    hyperparameters = hyperparameters_key(op.hyperparameters)
+    key = (type(op), op.name, len(op.wires), hyperparameters)
+    found = _CONSTANT_GATES.get(key) if hyperparameters is not None else None
+    if found is not None:
+        return found
+    matrix = np.asarray(op.matrix(), dtype=np.complex128)
+    nonzero = np.abs(matrix) > 1e-12
+    if np.all(nonzero.sum(axis=1) == 1) and np.all(nonzero.sum(axis=0) == 1):
+        perm = tuple(int(i) for i in nonzero.argmax(axis=1))
+        phases = tuple(complex(matrix[r, c]) for r, c in enumerate(perm))
+        found = ("mono", (perm, phases))
+    else:
+        found = ("dense", matrix)
+    if hyperparameters is not None:
+        _CONSTANT_GATES[key] = found
+    return found
 
 
 class Converter:
