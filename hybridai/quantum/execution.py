@@ -42,6 +42,8 @@ def execute(executor: QuantumExecutor, tapes: Any, config: ExecutionConfig) -> E
         raise invalid("mitigation", zne, f"engine='mitiq' on {executor.name!r} (engine={zne.engine!r} needs an "
                       f"executor that runs it itself, such as 'ibm:...')")  # fmt: skip
     tapes = list(tapes)
+    if executor.capabilities.exact and getattr(executor, "runs_channels", False) and not _has_channels(tapes):
+        _warn_noiseless(executor, stacklevel=3)
     n_folds = len(zne.scale_factors)
     barriers = bool(getattr(executor, "fold_barriers", False))  # an optimising executor: folds need protecting
     native = getattr(executor, "native_operations", None)  # the gates its noise meets, where it knows them
@@ -82,6 +84,12 @@ def _extrapolate(noisy_results: list[Any], zne: ZNE, batch_size: int | None) -> 
     return (tuple(out) if as_tuple else out[0]), record
 
 
+def _has_channels(tapes: list[Any]) -> bool:
+    import pennylane as qml
+
+    return any(isinstance(op, qml.operation.Channel) for tape in tapes for op in tape.operations)
+
+
 def check_mitigation(executor: QuantumExecutor, mitigation: Any) -> Any:
     """``mitigation`` if ``executor`` can be mitigated with it (a warning when it has nothing to mitigate)."""
     if mitigation is None:
@@ -94,13 +102,17 @@ def check_mitigation(executor: QuantumExecutor, mitigation: Any) -> Any:
             "mitigation", mitigation, f"engine='mitiq' on {executor.name!r} (engine={mitigation.engine!r} "
             "needs an 'ibm:' backend)",
         )  # fmt: skip
-    if caps.exact:
-        import warnings
-
-        warnings.warn(
-            f"ZNE on the exact, noiseless {executor.name!r} backend has no noise to remove: it runs more circuits and "
-            "corrects nothing (exact values come out the same; values sampled with shots may differ, by shot noise "
-            "only); use mitigation=None here, or a noisy backend",
-            stacklevel=3,
-        )
+    if caps.exact and not getattr(executor, "runs_channels", False):  # else: known once the circuit is (execute)
+        _warn_noiseless(executor, stacklevel=4)
     return mitigation
+
+
+def _warn_noiseless(executor: QuantumExecutor, stacklevel: int) -> None:
+    import warnings
+
+    warnings.warn(
+        f"ZNE on the exact, noiseless {executor.name!r} backend has no noise to remove: it runs more circuits and "
+        "corrects nothing (exact values come out the same; values sampled with shots may differ, by shot noise "
+        "only); use mitigation=None here, or a noisy backend (or noise channels in the circuit, on 'density')",
+        stacklevel=stacklevel,
+    )

@@ -424,3 +424,30 @@ def test_trainable_rates_with_shots_are_refused_and_the_named_route_trains_them(
     layer = QuantumLayer(_noisy, n_qubits=2, weight_shapes={"w": 1}, backend="density", shots=None)
     layer(x).sum().backward()
     assert layer.w.grad.abs().sum() > 0
+
+
+def test_zne_on_density_removes_the_noise_of_channels_without_a_noiseless_warning():
+    import warnings
+
+    from hybridai import ZNE
+
+    x = torch.tensor([[0.3, 0.5], [1.4, -0.2]], dtype=torch.float64)
+    init = {"w": lambda t: torch.nn.init.constant_(t, 0.2)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "exact, noiseless" warning: the channels are noise
+        mitigated = QuantumLayer(_noisy, n_qubits=2, weight_shapes={"w": 1}, backend="density", mitigation=ZNE(),
+                                 init=init)  # fmt: skip
+        ours = mitigated(x)
+    peer = QuantumLayer(_noisy, n_qubits=2, weight_shapes={"w": 1}, backend="pennylane:default.mixed",
+                        mitigation=ZNE(), init=init)(x)  # fmt: skip
+    noisy = QuantumLayer(_noisy, n_qubits=2, weight_shapes={"w": 1}, backend="density", init=init)(x)
+    assert torch.allclose(ours, peer, atol=TOL, rtol=0)  # the same folds, channels repeated as Mitiq inverts
+    assert (ours - noisy).abs().max() > 1e-3
+
+    def clean(x, w):
+        qml.RX(x[..., 0], wires=0)
+        return qml.expval(qml.PauliZ(0))
+
+    layer = QuantumLayer(clean, n_qubits=1, weight_shapes={"w": 1}, backend="density", mitigation=ZNE())
+    with pytest.warns(UserWarning, match="exact, noiseless 'density'"):
+        layer(x)

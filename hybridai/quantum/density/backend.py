@@ -61,6 +61,7 @@ class DensityBackend(QiskitBackend):
     """Batched density matrices in torch with Qiskit noise models; see the module docstring."""
 
     family = "density"  # also when built directly (the registry sets the same)
+    runs_channels = True  # PennyLane's noise channels in a circuit are noise even without a noise model
     shared_options = ("shots", "seed", "optimization_level")
     own_options = ("dtype", "depolarizing", "readout_error", "noise_model")
 
