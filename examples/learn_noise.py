@@ -13,7 +13,8 @@ Printed, on held-out circuits: the RMS error against the measured values of the 
 circuit, and of FakeManila's own published model (``density:fake_manila`` with 10^6 shots: the model the device
 sampled from, so its error is the shot noise of the measurements); then the fitted rates, and the wall time of the
 same fit on ``density`` and on PennyLane's ``default.mixed`` (its best: one broadcast call per step).
-Saves ``DIR/learn_noise.png``: predicted against measured values on the held-out circuits.
+Saves ``DIR/learn_noise.png``: predicted against measured values on the held-out circuits. Measured on a 2-core
+Intel Xeon (``time python examples/learn_noise.py``): 28 s in all; the fit on density 1.1 s, on default.mixed 18.9 s.
 
     python examples/learn_noise.py [--steps 80] [--shots 4000] [--peer-steps 80] [--out DIR]
 """

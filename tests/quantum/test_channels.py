@@ -298,9 +298,19 @@ def test_rates_outside_pennylanes_ranges_are_refused_by_name(channel, rates, nam
     assert channel.__name__ in str(caught.value)
 
 
-def test_channels_on_a_fake_device_equal_aer_running_the_same_kraus_maps():
-    """``density:fake_manila`` routes channels with the gates; Aer runs the same transpiled circuit with each place
-    holder replaced by the channel's Kraus maps, under the device's noise model."""
+def _user_model():
+    from qiskit_aer.noise import NoiseModel, depolarizing_error
+
+    model = NoiseModel(basis_gates=["rz", "sx", "x", "cx"])
+    model.add_all_qubit_quantum_error(depolarizing_error(0.03, 2), ["cx"])
+    model.add_all_qubit_quantum_error(depolarizing_error(0.01, 1), ["sx"])
+    return model
+
+
+@pytest.mark.parametrize("where", ["density:fake_manila", "density with noise_model="])
+def test_channels_with_qiskit_noise_equal_aer_running_the_same_kraus_maps(where):
+    """Channels together with a device's noise (routed with the gates) or a user's NoiseModel: Aer runs the same
+    transpiled circuit with each place holder replaced by the channel's Kraus maps, under the same noise model."""
     from qiskit.quantum_info import Kraus, SparsePauliOp
     from qiskit_aer import AerSimulator
     from qiskit_aer.noise import NoiseModel
@@ -320,12 +330,14 @@ def test_channels_on_a_fake_device_equal_aer_running_the_same_kraus_maps():
     x = torch.tensor([[0.4], [1.9]], dtype=torch.float64)
     w = torch.tensor([0.6], dtype=torch.float64)
     tape = qml.tape.make_qscript(circuit)(x, w)
-    backend = backends.get("density:fake_manila")
+    backend = (
+        backends.get("density:fake_manila") if ":" in where else backends.get("density", noise_model=_user_model())
+    )
     ours = _flat(backend.execute([tape], ExecutionConfig((0, 1, 2))).results[0], 2)
     converted = converting.converted(tape, [0, 1, 2])
     transpiled, observables = backend.transpiled(converted, False)
     channel_ops = [op for op in tape.operations if isinstance(op, qml.operation.Channel)]
-    device = backend.device
+    model = NoiseModel.from_backend(backend.device) if ":" in where else _user_model()
     for b in range(2):
         values = [float(p if p.dim() == 0 else p[b]) for p in converted.params]
         bound = transpiled.assign_parameters({p: values[int(p.name[6:-1])] for p in transpiled.parameters})
@@ -343,7 +355,7 @@ def test_channels_on_a_fake_device_equal_aer_running_the_same_kraus_maps():
         for r, obs in enumerate(observables):
             real.save_expectation_value(SparsePauliOp(obs.paulis, obs.coeffs), list(range(real.num_qubits)),
                                         label=f"o{r}")  # fmt: skip
-        simulator = AerSimulator(method="density_matrix", noise_model=NoiseModel.from_backend(device))
+        simulator = AerSimulator(method="density_matrix", noise_model=model)
         data = simulator.run(real, shots=None).result().data()
         aer = [float(np.real(data[f"o{r}"])) for r in range(len(observables))]
         assert np.allclose(ours[b].numpy(), aer, atol=TOL, rtol=0)
