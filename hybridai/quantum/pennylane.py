@@ -44,6 +44,7 @@ from hybridai.core.capabilities import QuantumCapabilities
 from hybridai.core.contracts import Availability, QuantumExecutor
 from hybridai.core.errors import (
     BackendNotFoundError,
+    BackendUnavailableError,
     ConfigError,
     UnsupportedOperationError,
     check_seed,
@@ -59,6 +60,11 @@ from hybridai.quantum.resources import check_state_memory
 
 GRADIENT_RULES = ("parameter-shift", "finite-diff")  # work on every device
 MIXED_STATE_DEVICES = ("default.mixed", "default.qutrit.mixed")
+NOT_QUBIT = {
+    "default.qutrit": "qutrits",
+    "default.qutrit.mixed": "qutrits",
+    "default.gaussian": "continuous-variable modes",
+}
 # devices that hold a 2^n statevector per parameter set (their memory is checked before each run)
 STATEVECTOR_DEVICES = ("default.qubit", "lightning.qubit", "lightning.gpu", "lightning.kokkos")
 # Device entry points that run circuits; each is wrapped to hold the device's lock.
@@ -114,6 +120,18 @@ def _working_dtype(dtype: torch.dtype) -> Any:
     default = torch.get_default_dtype()
     same = dtype == default or dtype not in COMPLEX or default not in COMPLEX
     return contextlib.nullcontext() if same else _WorkingDtype(dtype)
+
+
+def _loads(name: str) -> bool:
+    """Whether the PennyLane device ``name`` can be made here (its own dependencies installed)."""
+    import pennylane as qml
+
+    try:
+        with recording():
+            qml.device(name, wires=1)
+    except Exception:
+        return False
+    return True
 
 
 def _installed_devices() -> list[str]:
@@ -185,9 +203,10 @@ class PennyLaneBackend(QuantumExecutor):
 
     @classmethod
     def known_targets(cls) -> list[str]:
-        """The installed PennyLane devices, read from their entry points without importing PennyLane:
-        ``default.qubit`` given as a family suggests ``pennylane:default.qubit``."""
-        return sorted({ep.name for ep in metadata.entry_points(group="pennylane.plugins")})
+        """The installed PennyLane devices that simulate qubits, read from their entry points without importing
+        PennyLane: ``default.qubit`` given as a family suggests ``pennylane:default.qubit``."""
+        names = {ep.name for ep in metadata.entry_points(group="pennylane.plugins")}
+        return sorted(names - set(NOT_QUBIT))
 
     def __init__(self, target: str | None = None, **options: Any) -> None:
         target = target or "default.qubit"
@@ -196,6 +215,12 @@ class PennyLaneBackend(QuantumExecutor):
             raise BackendNotFoundError(
                 f"backend='pennylane:{target}': no PennyLane device named {target!r} is installed; "
                 f"installed: {', '.join(names)}.{suggest(target, names)}"
+            )
+        if target in NOT_QUBIT:
+            qubit = [n for n in names if n not in NOT_QUBIT and _loads(n)]
+            raise ConfigError(
+                f"backend='pennylane:{target}' simulates {NOT_QUBIT[target]}, not the qubit circuits hybridai's layers "
+                f"and kernels run; accepted: a qubit device ({', '.join(qubit)})"
             )
         shots = options.pop("shots", None)
         self.shots = check_shots(shots)
@@ -207,7 +232,13 @@ class PennyLaneBackend(QuantumExecutor):
         self._devices: dict[tuple, Any] = {}
         self._lock = threading.Lock()
         if self.recipe is None:
-            self.device([0])  # refuses options the device does not take now, not at the first call
+            try:
+                self.device([0])  # refuses options the device does not take now, not at the first call
+            except ImportError as exc:  # a device whose own dependency is missing (default.tensor: quimb)
+                raise BackendUnavailableError(
+                    f"backend='pennylane:{target}' needs a package that is not installed ({exc}); accepted: that "
+                    "package installed, or another device (pennylane:default.qubit, pennylane:lightning.qubit)"
+                ) from None
 
     @staticmethod
     def _recipe(target: str, device: Any, options: dict[str, Any]) -> DeviceRecipe | None:
