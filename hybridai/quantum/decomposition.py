@@ -61,3 +61,46 @@ def decompose(
 
     walk(operations, take, cannot=cannot, remedy=remedy)
     return out
+
+
+ROTATIONS = ("RX", "RY", "RZ", "PhaseShift")
+
+
+def controlled_rotations(operations: Iterable[Any], wider_than: int = 0) -> list[Any]:
+    """``operations`` with every ``qml.ctrl`` of a one-qubit rotation (``C(RX)``, ``C(RY)``, ``C(RZ)``,
+    ``C(PhaseShift)``, any number of controls and control values) written as half-angle rotations around
+    multi-controlled X gates: PennyLane's own decomposition of them fails for a batch of angles (a batch of one:
+    ``IndexError``), while these pieces take the angles as they are (scalars or ``[B]``, gradients through them).
+
+    With all controls 1: ``C^n RY(t) = MCX RY(-t/2) MCX RY(t/2)`` (``X RY(a) X = RY(-a)``), the same for RZ;
+    ``C^n RX(t)`` is ``C^n RZ(t)`` between Hadamards on the target; ``C^n P(t) = C^n RZ(t)`` times a phase
+    ``P(t/2)`` on the last control, controlled by the others. A control value 0 is an X before and after. Only
+    operations on more than ``wider_than`` wires are rewritten (narrower ones may be applied as matrices)."""
+    import pennylane as qml
+
+    out: list[Any] = []
+    with recording():
+        for op in operations:
+            if not (op.name.startswith("C(") and getattr(op, "base", None) is not None and op.base.name in ROTATIONS
+                    and len(op.base.wires) == 1 and len(op.wires) > wider_than):  # fmt: skip
+                out.append(op)
+                continue
+            flips = [qml.PauliX(w) for w, v in zip(op.control_wires, op.control_values, strict=True) if not v]
+            out += flips + _controlled(op.base.name, op.data[0], list(op.control_wires), op.target_wires[0]) + flips
+    return out
+
+
+def _controlled(name: str, angle: Any, controls: list[Any], target: Any) -> list[Any]:
+    """``name(angle)`` on ``target`` controlled by ``controls`` (all on 1), in rotations and multi-controlled X."""
+    import pennylane as qml
+
+    if not controls:
+        return [getattr(qml, name)(angle, wires=target)]
+    if name == "PhaseShift":
+        return _controlled("RZ", angle, controls, target) + _controlled("PhaseShift", angle / 2, controls[:-1],
+                                                                         controls[-1])  # fmt: skip
+    if name == "RX":
+        return [qml.Hadamard(target), *_controlled("RZ", angle, controls, target), qml.Hadamard(target)]
+    rotation = getattr(qml, name)
+    return [rotation(angle / 2, wires=target), qml.MultiControlledX(wires=[*controls, target]),
+            rotation(-angle / 2, wires=target), qml.MultiControlledX(wires=[*controls, target])]  # fmt: skip

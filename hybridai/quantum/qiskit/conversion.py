@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import UnsupportedOperationError
-from hybridai.quantum.decomposition import walk
+from hybridai.quantum.decomposition import controlled_rotations, walk
 from hybridai.quantum.mitigation.folding import is_fold_barrier
 from hybridai.quantum.recording import recording
 
@@ -151,7 +151,7 @@ def _gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], li
             return False
         return True
 
-    walk(operations, take, cannot="the Qiskit conversion cannot express", remedy=SUGGESTION)
+    walk(controlled_rotations(operations), take, cannot="the Qiskit conversion cannot express", remedy=SUGGESTION)
     return gates, params
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import UnsupportedOperationError
-from hybridai.quantum.decomposition import walk
+from hybridai.quantum.decomposition import controlled_rotations, walk
 from hybridai.quantum.tape_structure import hyperparameters_key
 
 MAX_DENSE_WIRES = 3
@@ -184,7 +184,8 @@ class Converter:
             return done
 
         remedy = f"it applies gates with a matrix on at most {MAX_DENSE_WIRES} wires and their decompositions; "
-        walk(operations, take, cannot="the statevector backend cannot apply", remedy=remedy + SUGGESTION)
+        pieces = controlled_rotations(operations, wider_than=MAX_DENSE_WIRES)  # wider: no matrix, nor PennyLane's
+        walk(pieces, take, cannot="the statevector backend cannot apply", remedy=remedy + SUGGESTION)  # pieces
         return steps
 
     def _step(self, op: Any, steps: list[Step], first: bool) -> bool:
