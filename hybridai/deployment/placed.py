@@ -4,7 +4,13 @@
 (``ChipCompiler.compile``) or copied onto a torch device (``Placement``), a quantum segment's layers
 copied and re-targeted (backend, shots, mitigation; a ``qml.qnn.TorchLayer`` adopted as a ``QuantumLayer``
 first), a classical segment copied onto its device.
-The user's model is never changed. ``PlacedSegment.run(x)`` returns the segment's output and its
+The user's model is never changed.
+
+A module used twice stays one module within a segment (one copy for both positions: ``copy.deepcopy`` keeps
+sharing, and re-targeting replaces a shared layer by one layer). Used by two segments, each segment holds its own
+copy, made from the same weights at deploy time: inference copies, exact for inference (a deployment runs under
+``torch.no_grad`` and never trains). A chip compiles every position it is given, a module used twice into
+registers twice, from the same weights. ``PlacedSegment.run(x)`` returns the segment's output and its
 ``SegmentCost`` in the segment's own units.
 """
 

@@ -28,6 +28,9 @@ Without a chip (a torch placement, or ``None``) and for a chip that declares not
 its ``compile`` refuses what it cannot take), spiking regions follow the first rules unbounded. The
 segment a chip compiles is domain ``spiking``, whatever its layers (Akida's are ReLU layers).
 
+Layers are positions, not objects: a module used twice (one ``nn.Linear`` or ``QuantumLayer`` at two positions)
+is two layers, each with its own domain, as the model runs it.
+
 Neighbouring layers of one domain form one segment. The hand-over between segments is the tensor
 at the cut: time-major spikes or event counts ``[T, B, F]`` into a spiking segment, ``[B, F]``
 features out of its decoder; a segment's input is moved to its own device and dtype.
@@ -93,9 +96,11 @@ def flatten(model: nn.Module) -> list[tuple[str, nn.Module]]:
 
 
 def _walk(module: nn.Module, index: str) -> Iterator[tuple[str, nn.Module]]:
+    """Every position, by its slot: ``named_children`` would skip the second use of a module used twice."""
     if isinstance(module, nn.Sequential):
-        for name, child in module.named_children():
-            yield from _walk(child, f"{index}.{name}" if index else name)
+        for name, child in module._modules.items():
+            if child is not None:
+                yield from _walk(child, f"{index}.{name}" if index else name)
     else:
         yield index or "0", module
 

@@ -130,9 +130,11 @@ def _where(index: str) -> str:
 
 
 def _walk(module: nn.Module, index: str, time_distributed: bool) -> Iterator[tuple[str, nn.Module, bool]]:
+    """Every position, by its slot: ``named_children`` would skip the second use of a module used twice."""
     if isinstance(module, nn.Sequential):
-        for name, child in module.named_children():
-            yield from _walk(child, f"{index}.{name}" if index else name, time_distributed)
+        for name, child in module._modules.items():
+            if child is not None:
+                yield from _walk(child, f"{index}.{name}" if index else name, time_distributed)
     elif isinstance(module, TimeDistributed):
         yield from _walk(module.module, index, True)
     elif not isinstance(module, SKIPPED):
