@@ -138,7 +138,7 @@ class QuantumLayer(QuantumModule):
         register_weights(self, self.weight_shapes, init)
         self.set_backend(self.default_backend if backend is None else backend, **backend_options)
         accepted = self.resolved_backend.capabilities.diff_methods
-        diff_method = adopt_qnode_diff_method(diff_method, qnode_method, accepted)
+        diff_method = adopt_qnode_diff_method(diff_method, qnode_method, accepted, "qfunc", self.backend)
         if diff_method not in accepted:
             raise invalid("diff_method", diff_method, f"one of {accepted} on backend {self.backend!r}")
         self.diff_method = diff_method
