@@ -216,7 +216,7 @@ class QuantumKernel(QuantumModule):
         register_weights(self, self.weight_shapes, init)
         self.set_backend(self.default_backend if backend is None else backend, **backend_options)  # max_qubits
         caps = self.resolved_backend.capabilities
-        diff_method = adopt_qnode_diff_method(diff_method, qnode_method, caps.diff_methods)
+        diff_method = adopt_qnode_diff_method(diff_method, qnode_method, caps.diff_methods, "feature_map", self.backend)
         if diff_method not in caps.diff_methods:
             raise invalid("diff_method", diff_method, f"one of {caps.diff_methods} on backend {self.backend!r}")
         self.diff_method = diff_method

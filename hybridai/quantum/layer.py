@@ -52,8 +52,10 @@ class QuantumLayer(QuantumModule):
         qfunc: PennyLane quantum function ``qfunc(inputs, **weights)`` (or ``qfunc(**weights)``, a circuit
             without inputs) returning ``qml.expval``/``qml.var``/``qml.probs`` measurements (one or a sequence;
             see the module docstring for the output shape); or a ``qml.QNode`` of such a function, whose device
-            (with its shots) is the backend unless ``backend`` is given, and whose ``diff_method`` is used when
-            ``diff_method`` is left at ``"best"`` and the backend accepts it. The QNode's own transforms
+            (with its shots and random generator) is the backend unless ``backend`` is given, and whose ``diff_method``
+            is used when ``diff_method`` is left at ``"best"`` (refused by name when the backend lacks it); its other
+            options (``gradient_kwargs``, ``max_diff``, ...) are refused by name unless PennyLane's defaults
+            (``hybridai.quantum.framework_objects``). The QNode's own transforms
             (``@qml.transforms.merge_rotations``, ``qml.noise.add_noise(qnode, ...)``) apply on any backend, or are
             refused by name (``hybridai.quantum.qnode_transforms``). Or a Qiskit ``QuantumCircuit`` with
             ``Parameter``s, taken as ``EstimatorQNN`` + ``TorchConnector`` take it (``input_params``, ``weight_params``,
@@ -138,7 +140,7 @@ class QuantumLayer(QuantumModule):
         register_weights(self, self.weight_shapes, init)
         self.set_backend(self.default_backend if backend is None else backend, **backend_options)
         accepted = self.resolved_backend.capabilities.diff_methods
-        diff_method = adopt_qnode_diff_method(diff_method, qnode_method, accepted)
+        diff_method = adopt_qnode_diff_method(diff_method, qnode_method, accepted, "qfunc", self.backend)
         if diff_method not in accepted:
             raise invalid("diff_method", diff_method, f"one of {accepted} on backend {self.backend!r}")
         self.diff_method = diff_method

@@ -3,8 +3,12 @@
 The target is the device name (``pennylane:default.qubit``, ``pennylane:lightning.qubit``,
 ``pennylane:default.mixed``, ...). Options are passed to ``qml.device``, except ``shots``, which
 becomes the default shots of tapes that set none, and ``seed``, the default of
-``ExecutionConfig.seed``. Broadcast tapes run natively under backprop; for other gradient methods
-PennyLane's own ``broadcast_expand`` splits them and all parts go out in ONE ``qml.execute`` call.
+``ExecutionConfig.seed``, and ``rng``, a ``numpy.random.Generator`` (what a PennyLane device object's own generator,
+seeded by ``qml.device(..., seed=...)``, becomes: ``hybridai.quantum.framework_objects``): each unseeded device
+the backend makes draws from a copy of it, so the first run gives the samples the user's device would give on its
+first run in PennyLane, and later runs continue that stream (the user's generator is never advanced). Broadcast
+tapes run natively under backprop; for other gradient methods PennyLane's own ``broadcast_expand`` splits them and
+all parts go out in ONE ``qml.execute`` call.
 
 One backend object serves many layers and threads: devices are cached per register and every call
 into a device holds that device's lock (some devices, lightning for one, keep their state between
@@ -28,6 +32,7 @@ refused first.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import importlib.util
 import inspect
@@ -54,6 +59,7 @@ from hybridai.core.errors import (
 )
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
 from hybridai.quantum.device_recipes import DeviceRecipe, as_recipe
+from hybridai.quantum.hermiticity import check_hermitian
 from hybridai.quantum.recording import lock as recording_lock
 from hybridai.quantum.recording import recording
 from hybridai.quantum.resources import check_state_memory
@@ -225,9 +231,12 @@ class PennyLaneBackend(QuantumExecutor):
         shots = options.pop("shots", None)
         self.shots = check_shots(shots)
         self.seed = check_seed(options.pop("seed", None))
+        self.rng = self._generator(options.pop("rng", None))
         self.recipe = self._recipe(target, options.pop("device", None), options)
+        if self.recipe is not None and self.rng is not None:
+            raise invalid("rng", "a numpy Generator", "None with device= (the device draws from its own generator)")
         super().__init__(target, **options)
-        kept = (("shots", self.shots), ("seed", self.seed), ("device", self.recipe))
+        kept = (("shots", self.shots), ("seed", self.seed), ("rng", self.rng), ("device", self.recipe))
         self.options.update({k: v for k, v in kept if v is not None})
         self._devices: dict[tuple, Any] = {}
         self._lock = threading.Lock()
@@ -239,6 +248,15 @@ class PennyLaneBackend(QuantumExecutor):
                     f"backend='pennylane:{target}' needs a package that is not installed ({exc}); accepted: that "
                     "package installed, or another device (pennylane:default.qubit, pennylane:lightning.qubit)"
                 ) from None
+
+    @staticmethod
+    def _generator(rng: Any) -> np.random.Generator | None:
+        """``rng=`` as a copy of the generator given (None when none is)."""
+        if rng is None:
+            return None
+        if not isinstance(rng, np.random.Generator):
+            raise invalid("rng", type(rng).__name__, "a numpy.random.Generator (np.random.default_rng(seed)) or None")
+        return copy.deepcopy(rng)
 
     @staticmethod
     def _recipe(target: str, device: Any, options: dict[str, Any]) -> DeviceRecipe | None:
@@ -267,11 +285,17 @@ class PennyLaneBackend(QuantumExecutor):
 
         if self.recipe is not None:
             return _guarded(self.recipe.build(seed))
-        options = {k: v for k, v in self.options.items() if k not in ("shots", "seed")}
+        options = {k: v for k, v in self.options.items() if k not in ("shots", "seed", "rng")}
         if seed is not None:
             options["seed"] = seed
         try:
-            return _guarded(qml.device(self.target, wires=list(wires), **options))
+            device = qml.device(self.target, wires=list(wires), **options)
+            if seed is None and self.rng is not None:  # the user's device's stream, continued on this device
+                if not isinstance(getattr(device, "_rng", None), np.random.Generator):
+                    raise invalid("rng", "a numpy Generator", f"None on {self.name!r}: its devices draw their "
+                                  "random numbers in their own way (qml.device(..., seed=...) seeds them)")  # fmt: skip
+                device._rng = copy.deepcopy(self.rng)
+            return _guarded(device)
         except TypeError as exc:  # an option the device does not take
             accepted = sorted({"shots", "seed", *_device_options(self.target)})
             unknown = sorted(set(options) - set(accepted)) or sorted(options)
@@ -383,6 +407,8 @@ class PennyLaneBackend(QuantumExecutor):
                 "backend='density' (channels with constant, trainable or per-sample rates, differentiable) or "
                 "'pennylane:default.mixed'"
             )
+        for mp in (mp for t in tapes for mp in t.measurements):
+            check_hermitian(mp.obs, self.name)  # PennyLane would return a complex value; every backend refuses it
         extra = _deferred_wires(tapes, config.wires)  # mid-circuit measurements deferred onto wires of their own
         if extra:  # the device is wider than the register: measurements of "every wire" name the register's
             tapes = [_on_register(t, config.wires) for t in tapes]

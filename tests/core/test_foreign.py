@@ -80,6 +80,8 @@ def test_the_quantum_package_registered_its_backend_reader():
         return qml.expval(qml.PauliZ(2))
 
     device = qml.device("default.qubit", wires=2)
-    assert foreign.read_backend("quantum", device) == ("pennylane:default.qubit", {})
+    name, options = foreign.read_backend("quantum", device)
+    assert name == "pennylane:default.qubit" and list(options) == ["rng"]  # the device's random generator, copied
+    assert options["rng"].bit_generator.state == device._rng.bit_generator.state
     with pytest.raises(ConfigError, match=r"^quantum= a default\.qubit device with wires \[0, 1\] lacks wires \[2\]"):
         foreign.read_backend("quantum", device, hybridai.QuantumLayer(circuit, 3))

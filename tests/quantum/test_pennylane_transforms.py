@@ -407,18 +407,24 @@ def test_place_takes_a_noise_inserted_device():
 
 @pytest.mark.parametrize("name", ["default.qubit", "default.mixed", "lightning.qubit"])
 def test_a_plain_device_still_maps_to_its_name(name):
-    layer = QuantumLayer(circuit, 2, SHAPES, backend=qml.device(name, wires=2))
-    assert layer.backend == f"pennylane:{name}" and layer.backend_options == {}
+    device = qml.device(name, wires=2)
+    layer = QuantumLayer(circuit, 2, SHAPES, backend=device)
+    options = dict(layer.backend_options)
+    assert layer.backend == f"pennylane:{name}" and list(options) == ["rng"]  # its random generator (issue 37)
+    assert options["rng"] is not device._rng  # a copy (tests/quantum/test_qnode_options.py)
+    assert options["rng"].bit_generator.state == device._rng.bit_generator.state
     assert layer.qnode_transforms is None
     shots = QuantumLayer(qml.set_shots(qml.QNode(circuit, qml.device(name, wires=2)), shots=50), 2, SHAPES)
-    assert shots.backend == f"pennylane:{name}" and shots.backend_options == {"shots": 50}
+    assert shots.backend == f"pennylane:{name}" and sorted(shots.backend_options) == ["rng", "shots"]
+    assert shots.backend_options["shots"] == 50
 
 
 def test_default_mixeds_readout_error_comes_along():
     device = qml.device("default.mixed", wires=2, readout_prob=0.1)
     x, weights = data(15)
     layer = layer_with(circuit, weights, backend=device)
-    assert layer.backend == "pennylane:default.mixed" and layer.backend_options == {"readout_prob": 0.1}
+    assert layer.backend == "pennylane:default.mixed" and layer.backend_options["readout_prob"] == 0.1
+    assert sorted(layer.backend_options) == ["readout_prob", "rng"]
     try:
         want = per_sample(qml.QNode(circuit, device, interface="torch"))(x, weights)
     except TypeError:  # PennyLane 0.45's default.mixed fails on its own readout error: hybridai fails as it does

@@ -18,6 +18,7 @@ import torch
 
 from hybridai.core.errors import UnsupportedOperationError
 from hybridai.quantum.decomposition import controlled_rotations, walk
+from hybridai.quantum.hermiticity import check_hermitian
 from hybridai.quantum.mitigation.folding import is_fold_barrier
 from hybridai.quantum.recording import recording
 
@@ -73,6 +74,7 @@ def _pauli_op(terms: list[tuple[float, dict[int, str]]], n: int) -> Any:
 def _terms(obs: Any, position: dict) -> list[tuple[float, dict[int, str]]]:
     import pennylane as qml
 
+    check_hermitian(obs, "a Qiskit backend")  # the real parts of complex coefficients alone would be another observable
     rep = obs.pauli_rep
     if rep is None:
         try:

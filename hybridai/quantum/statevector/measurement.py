@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import UnsupportedOperationError
+from hybridai.quantum.hermiticity import check_hermitian
 from hybridai.quantum.recording import recording
 from hybridai.quantum.statevector.gates import SUGGESTION, Converter, exact_tensor
 from hybridai.quantum.statevector.planning import apply_matrix, bit_positions
@@ -82,6 +83,7 @@ class Measurement:
         self.converter = converter
         self.mp = mp
         obs = mp.obs
+        check_hermitian(obs, "statevector")  # the real part alone would answer for another observable
         self.wires = converter.positions(mp.wires) if len(mp.wires) else tuple(range(n))
         self.words: list[tuple[dict[int, str], int]] = []  # (word, term index)
         self.z_signs: torch.Tensor | None = None
