@@ -80,7 +80,7 @@ def _checked(value: Any, where: str) -> Evaluate:
     own binding at every checked point (``_points``). A ConfigError where neither does, naming the gate, the
     expression and both results; a path that cannot compile the expression gives its own ConfigError when no path
     compiles it (a complex angle, a function torch lacks)."""
-    points = _points(value, where)
+    points: list[tuple[dict[str, float], float]] | None = None  # drawn once a path compiles
     refusals: list[ConfigError] = []
     mismatches: list[str] = []
     for path, build in (("Qiskit's expression tree", _from_tree), ("its SymPy form", _from_sympy)):
@@ -89,6 +89,7 @@ def _checked(value: Any, where: str) -> Evaluate:
         except ConfigError as exc:
             refusals.append(exc)
             continue
+        points = _points(value, where) if points is None else points
         wrong = _disagreement(evaluate, points)
         if wrong is None:
             return evaluate
