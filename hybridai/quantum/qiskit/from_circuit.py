@@ -133,4 +133,17 @@ def apply(gates: list[PLGate], values: dict[str, Any]) -> None:
         elif gate.name.startswith("Adjoint("):
             qml.adjoint(getattr(qml, gate.name[8:-1])(wires=list(gate.wires)))
         else:
-            getattr(qml, gate.name)(*(a(values) for a in gate.angles), wires=list(gate.wires))
+            getattr(qml, gate.name)(*_alike([a(values) for a in gate.angles]), wires=list(gate.wires))
+
+
+def _alike(angles: list[Any]) -> list[Any]:
+    """A gate's angles all tensors where one is: PennyLane's matrices (U3's, U2's) multiply NumPy arrays made from
+    Python floats with the tensors, which torch refuses (``cu``'s definition holds ``u(-theta/2, 0, ...)``). The
+    constants take the tensors' dtype and device (a float64 layer keeps float64 constants)."""
+    import torch
+
+    like = next((a for a in angles if torch.is_tensor(a)), None)
+    if like is None or all(torch.is_tensor(a) for a in angles):
+        return angles
+    dtype = like.dtype if like.is_floating_point() else torch.float64
+    return [a if torch.is_tensor(a) else torch.tensor(a, dtype=dtype, device=like.device) for a in angles]
