@@ -227,4 +227,43 @@ def cut(
     return segments
 
 
-__all__ = ["DOMAINS", "Segment", "chips_taking", "cut", "domains_of", "flatten", "layer_name", "where"]
+def chip_front(
+    model: nn.Sequential, chip_capabilities: ChipCapabilities, *, chip: str
+) -> tuple[nn.Module, nn.Sequential | None]:
+    """The model's leading chip segment (what ``hybridai.deploy(model, chip=chip)`` compiles: ``cut``) and the layers
+    after it (None when the chip takes the whole model, which is then returned as it is), for quantization-aware
+    training. A model whose first layer is not in a chip segment, or with a second chip segment, is refused by name."""
+    segments = cut(model, chip_capabilities, chip=chip)
+    index, first = segments[0].layers[0]
+    if segments[0].domain != "spiking":
+        raise invalid(
+            where(index), type(first).__name__,
+            f"a first layer {chip} compiles: the chip part leads the model (hybridai.deploy(model, chip={chip!r}) "
+            f"runs it on the chip, the layers after it on the host; an encoder runs before it), and {chip} takes "
+            + (chip_capabilities.takes or ", ".join(chip_capabilities.layers)),
+        )  # fmt: skip
+    later = [s for s in segments[1:] if s.domain == "spiking"]
+    if later:
+        index, module = later[0].layers[0]
+        raise invalid(
+            where(index), type(module).__name__,
+            f"host layers after the leading chip part {segments[0].label}: one chip part per model (quantize a "
+            "later one on its own)",
+        )  # fmt: skip
+    if len(segments) == 1:
+        return model, None
+    rest = [module for segment in segments[1:] for _, module in segment.layers]
+    return segments[0].module(), nn.Sequential(*rest)
+
+
+__all__ = [
+    "DOMAINS",
+    "Segment",
+    "chip_front",
+    "chips_taking",
+    "cut",
+    "domains_of",
+    "flatten",
+    "layer_name",
+    "where",
+]

@@ -17,6 +17,11 @@ Time: outputs are on the float model's clock. The chip's one-step delay per laye
 l steps and its bias acts from that step on (``loihi.run_network``), so the aligned chip network
 computes the delay-free dynamics that this module computes; ``LoihiNetwork.trace`` and
 ``FakeQuantized(..., return_layers=True)`` agree spike for spike.
+
+A hybrid model (the chip part, then host layers: ``Linear -> LIF ... -> RateDecoder -> Linear -> QuantumLayer ...``)
+is cut where ``hybridai.deploy(model, chip="loihi")`` cuts it (``deployment.segments.chip_front``): the chip part is
+fake-quantized, the layers after it run as they are. The chip part computes in float64 and hands its spikes and
+membranes over in the model's dtype (its first Linear's), as the emulator does, so a float32 model trains in float32.
 """
 
 from __future__ import annotations
@@ -70,14 +75,18 @@ class FakeQuantized(nn.Module):
         model: what ``loihi.compile`` accepts; its parameters are shared (trained in place).
         quirks: ``"nengo"`` or ``"lava"``, as for the emulator.
         calibration: optional input counts bounding the first layer's input (as for ``compile``).
+        rest: the layers after the chip part (a hybrid model's host layers), run as they are; None: none.
     """
 
-    def __init__(self, model: nn.Module, *, quirks: str = "nengo", calibration: Any = None) -> None:
+    def __init__(
+        self, model: nn.Module, *, quirks: str = "nengo", calibration: Any = None, rest: nn.Sequential | None = None
+    ) -> None:
         super().__init__()
         self.quirks = check_quirks(quirks)
         parse(model, quirks)
         self.model = model
         self.max_count = max_count_of(calibration)
+        self.rest = rest
 
     def plans(self) -> list[LoihiLayerPlan]:
         """The registers the current parameters quantize to (what ``loihi.compile`` would deploy)."""
@@ -103,6 +112,8 @@ class FakeQuantized(nn.Module):
         out = membrane if pairs[-1].neuron.output == "membrane" else spikes
         if decoder is not None:
             out = decoder(out)
+        if self.rest is not None:
+            out = self.rest(out)
         return (out, layers) if return_layers else out
 
     def _layer(self, pair: Any, plan: LoihiLayerPlan, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -158,5 +169,13 @@ class FakeQuantized(nn.Module):
 
 
 def fake_quantize(model: nn.Module, *, quirks: str = "nengo", calibration: Any = None) -> FakeQuantized:
-    """``FakeQuantized(model, quirks=..., calibration=...)``: train what the chip will compute."""
-    return FakeQuantized(model, quirks=quirks, calibration=calibration)
+    """Train what Loihi will compute: ``model`` (a chip model, or a hybrid ``nn.Sequential`` whose leading chip part,
+    cut as ``hybridai.deploy(model, chip="loihi")`` cuts it, is followed by host layers) with its chip part
+    fake-quantized (``quirks``, ``calibration`` as for the emulator) and the rest as it is, in the model's dtype."""
+    if not isinstance(model, nn.Sequential):
+        return FakeQuantized(model, quirks=quirks, calibration=calibration)  # refused there, by name
+    from hybridai.deployment.segments import chip_front
+    from hybridai.neuromorphic.loihi.backend import LoihiBackend
+
+    front, rest = chip_front(model, LoihiBackend(quirks=quirks).capabilities, chip="loihi")
+    return FakeQuantized(front, quirks=quirks, calibration=calibration, rest=rest)
