@@ -65,7 +65,7 @@ def placement_table(rows: list[Placement], chip: str) -> str:
                "quantum s", "classical s", "training s"]  # fmt: skip
     table = [
         [row.name, f"{row.accuracy:.3f}", number(row.agreement, 3), number(row.circuit_error, 3),
-         *(number(row.seconds.get(kind), 2) for kind in KINDS), number(row.training, 1)]
+         *(number(row.seconds.get(kind), 3) for kind in KINDS), number(row.training, 1)]
         for row in rows
     ]  # fmt: skip
     return format_table(headers, table)
