@@ -439,6 +439,14 @@ class PennyLaneBackend(QuantumExecutor):
         extra = _deferred_wires(tapes, config.wires)  # mid-circuit measurements deferred onto wires of their own
         if extra:  # the device is wider than the register: measurements of "every wire" name the register's
             tapes = [_on_register(t, config.wires) for t in tapes]
+            lacking = [w for w in extra if self.recipe is not None and self.recipe.wires is not None
+                       and w not in self.recipe.wires]  # fmt: skip
+            if lacking:
+                raise UnsupportedOperationError(
+                    f"{self.name!r} defers each mid-circuit measurement (qml.measure) onto a wire of its own, wires "
+                    f"{list(extra)} here, which backend= {self.recipe!r} lacks; accepted: that device made with "
+                    f"wires={len(config.wires) + len(extra)} (qml.device(..., wires=n_qubits + one per qml.measure))"
+                )
         dev = self.device((*config.wires, *extra), config.seed if config.seed is not None else self.seed)
         method = self._method(dev, config.diff_method, tapes[0])
         dtype = max(

@@ -188,3 +188,19 @@ def test_pauli_measure_route_measures_the_pauli_product():
     xz = oracle(before, BATCH)[:, 0]
     torch.testing.assert_close(got[:, 0], (1 - xz) / 2, rtol=0, atol=1e-10)  # outcome 1: eigenvalue -1
     torch.testing.assert_close(got[:, 1], xz, rtol=0, atol=1e-10)  # a product measurement leaves <XZ> as it was
+
+
+# -- a device with transforms and no wire to spare: refused by name; the wider device it names runs ---------------
+
+
+def test_device_without_room_for_deferred_measurements_names_a_wider_one():
+    model = qml.NoiseModel({qml.noise.op_eq("RX"): qml.noise.partial_wires(qml.PhaseDamping, 0.1)})
+    narrow = qml.noise.add_noise(qml.device("default.mixed", wires=2), model)
+    with pytest.raises(UnsupportedOperationError) as caught:
+        layer_of(on_first_wire, 2, narrow)(BATCH)
+    message = str(caught.value)
+    assert "qml.measure" in message and "wires [2]" in message and "wires=3" in message, message
+    wide = qml.noise.add_noise(qml.device("default.mixed", wires=3), model)
+    want = qml.QNode(on_first_wire, wide, interface="torch")(BATCH, WEIGHTS)
+    torch.testing.assert_close(layer_of(on_first_wire, 2, wide)(BATCH), want, rtol=0, atol=1e-10)
+    assert not torch.allclose(want, oracle(on_first_wire, BATCH))  # the noise applied
