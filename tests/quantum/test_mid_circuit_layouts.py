@@ -4,7 +4,8 @@ devices: each runs as PennyLane's own QNode runs it, or is refused by name with 
 Layouts that raised PennyLane's raw errors before: ``postselect=`` on devices without ``qml.Projector``
 (``default.mixed``, ``lightning.qubit`` without shots: ``ValueError``) and ``qml.pauli_measure`` on every device
 (``DeviceError``; the statevector, density and aer backends named ``pennylane:default.qubit`` as its route, which
-cannot run it either)."""
+cannot run it either), and a device with transforms whose wires leave no room for the deferred measurements
+(a ConfigError about ``wires=`` the user never passed)."""
 
 import pennylane as qml
 import pytest
