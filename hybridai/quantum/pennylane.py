@@ -170,6 +170,30 @@ def _deferred_wires(tapes: list[Any], wires: tuple) -> tuple:
     return tuple(range(start, start + count))
 
 
+def pauli_measure_route(op: Any) -> str:
+    """Why ``qml.pauli_measure`` (``op``, a ``PauliMeasure``) cannot run, and the route that does: no PennyLane
+    simulator applies it (it has no decomposition), so every backend refuses it with this text."""
+    word = op.hyperparameters.get("pauli_word", "")
+    return (
+        f"{op.name}({word!r}, wires={list(op.wires)}) (qml.pauli_measure) has no decomposition and no PennyLane "
+        "simulator applies it; accepted: the same measurement on an ancilla wire a (n_qubits + 1): qml.Hadamard(a), "
+        "qml.ctrl(P, control=a) for each Pauli P of the word, qml.Hadamard(a), m = qml.measure(a, reset=True), on "
+        "backend='pennylane:default.qubit'"
+    )
+
+
+def _postselection_route(tapes: list[Any], name: str) -> UnsupportedOperationError:
+    """The refusal of ``qml.measure(..., postselect=...)`` on a device that cannot apply ``qml.Projector``."""
+    from pennylane.measurements import MidMeasureMP
+
+    op = next(op for t in tapes for op in t.operations if isinstance(op, MidMeasureMP) and op.postselect is not None)
+    return UnsupportedOperationError(
+        f"{name!r} cannot postselect a mid-circuit measurement (qml.measure(wires={op.wires[0]!r}, postselect="
+        f"{op.postselect})): its device applies no qml.Projector; accepted: backend='pennylane:default.qubit', or "
+        "qml.measure without postselect= on this backend"
+    )
+
+
 def _on_register(tape: Any, wires: tuple) -> Any:
     """``tape`` with its measurements of every wire (``qml.probs()``) measuring ``wires``, the register's."""
     import pennylane as qml
@@ -407,11 +431,22 @@ class PennyLaneBackend(QuantumExecutor):
                 "backend='density' (channels with constant, trainable or per-sample rates, differentiable) or "
                 "'pennylane:default.mixed'"
             )
+        pauli = next((op for t in tapes for op in t.operations if op.name == "PauliMeasure"), None)
+        if pauli is not None:  # PennyLane's own DeviceError otherwise
+            raise UnsupportedOperationError(f"{self.name!r} cannot run {pauli_measure_route(pauli)}")
         for mp in (mp for t in tapes for mp in t.measurements):
             check_hermitian(mp.obs, self.name)  # PennyLane would return a complex value; every backend refuses it
         extra = _deferred_wires(tapes, config.wires)  # mid-circuit measurements deferred onto wires of their own
         if extra:  # the device is wider than the register: measurements of "every wire" name the register's
             tapes = [_on_register(t, config.wires) for t in tapes]
+            lacking = [w for w in extra if self.recipe is not None and self.recipe.wires is not None
+                       and w not in self.recipe.wires]  # fmt: skip
+            if lacking:
+                raise UnsupportedOperationError(
+                    f"{self.name!r} defers each mid-circuit measurement (qml.measure) onto a wire of its own, wires "
+                    f"{list(extra)} here, which backend= {self.recipe!r} lacks; accepted: that device made with "
+                    f"wires={len(config.wires) + len(extra)} (qml.device(..., wires=n_qubits + one per qml.measure))"
+                )
         dev = self.device((*config.wires, *extra), config.seed if config.seed is not None else self.seed)
         method = self._method(dev, config.diff_method, tapes[0])
         dtype = max(
@@ -419,12 +454,17 @@ class PennyLaneBackend(QuantumExecutor):
             key=lambda d: torch.finfo(d).bits if d.is_floating_point else 0,
             default=torch.get_default_dtype(),
         )
-        with _working_dtype(dtype if dtype.is_floating_point else torch.get_default_dtype()):
-            if method == "backprop":  # broadcast natively
-                return list(qml.execute(tapes, dev, diff_method=method))
-            split = [qml.transforms.broadcast_expand(t) for t in tapes]
-            flat = [t for parts, _ in split for t in parts]
-            results = list(qml.execute(flat, dev, diff_method=method))
+        try:
+            with _working_dtype(dtype if dtype.is_floating_point else torch.get_default_dtype()):
+                if method == "backprop":  # broadcast natively
+                    return list(qml.execute(tapes, dev, diff_method=method))
+                split = [qml.transforms.broadcast_expand(t) for t in tapes]
+                flat = [t for parts, _ in split for t in parts]
+                results = list(qml.execute(flat, dev, diff_method=method))
+        except ValueError as exc:  # PennyLane's deferred measurement postselects with qml.Projector
+            if "Postselection is not allowed" in str(exc):
+                raise _postselection_route(tapes, self.name) from None
+            raise
         out, start = [], 0
         for parts, post in split:
             out.append(post(results[start : start + len(parts)]))

@@ -20,6 +20,7 @@ from hybridai.core.errors import UnsupportedOperationError
 from hybridai.quantum.decomposition import controlled_rotations, walk
 from hybridai.quantum.hermiticity import check_hermitian
 from hybridai.quantum.mitigation.folding import is_fold_barrier
+from hybridai.quantum.pennylane import pauli_measure_route
 from hybridai.quantum.recording import recording
 
 FIXED = {
@@ -123,6 +124,8 @@ def _gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], li
             return True
         if name in SKIPPED:
             return True
+        if name == "PauliMeasure":
+            raise UnsupportedOperationError(f"the Qiskit conversion cannot express {pauli_measure_route(op)}")
         if name.startswith(MID_CIRCUIT):
             raise UnsupportedOperationError(
                 f"the Qiskit conversion cannot express {name} on wires {list(op.wires)} (a mid-circuit measurement, "

@@ -25,6 +25,7 @@ import torch
 
 from hybridai.core.errors import UnsupportedOperationError
 from hybridai.quantum.decomposition import controlled_rotations, walk
+from hybridai.quantum.pennylane import pauli_measure_route
 from hybridai.quantum.tape_structure import hyperparameters_key
 
 MAX_DENSE_WIRES = 3
@@ -208,6 +209,8 @@ class Converter:
                 )
             )
             return True
+        if name == "PauliMeasure":
+            raise UnsupportedOperationError(f"the statevector backend cannot apply {pauli_measure_route(op)}")
         if isinstance(op, qml.operation.Channel | qml.measurements.MidMeasureMP):
             why = "a noise channel" if isinstance(op, qml.operation.Channel) else "not unitary"
             advice = CHANNEL_SUGGESTION if isinstance(op, qml.operation.Channel) else SUGGESTION
