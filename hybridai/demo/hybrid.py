@@ -130,6 +130,7 @@ def zne_note(model: nn.Module, calibration: torch.Tensor, x: torch.Tensor, y: to
         deployment = deploy(model, chip=chip, quantum=noisy, classical="torch", mitigation=mitigation,
                             calibration=calibration, quantum_options={"seed": seed})  # fmt: skip
         quantum = next(s for s in deployment.report(x, y).segments if s.domain == "quantum")
+        assert quantum.alone is not None  # a segment after the chip's: measured alone too
         errors.append(quantum.alone["relative error"])
     gain = float(sum(float(c) ** 2 for c in zne.coefficients) ** 0.5)
     factors = ", ".join(f"{f:g}" for f in zne.scale_factors)
