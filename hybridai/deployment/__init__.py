@@ -1,8 +1,8 @@
 """``hybridai.deploy``: a trained model on its hardware, one chip or one backend per domain, one result type.
 
 ``deploy(model, chip="loihi2", quantum="aer:fake_manila", classical="torch", mitigation=ZNE())`` cuts the
-model into segments by domain, asking the chip which layers it takes (``segments``), makes each segment
-ready on its backend (``placed``, ``build``) and returns a ``Deployment`` (``deployment``) whose
+model into segments by domain, asking the chip which layers it takes (``hybridai.neuromorphic.segments``), makes
+each segment ready on its backend (``placed``, ``build``) and returns a ``Deployment`` (``deployment``) whose
 ``report(x, labels)`` is a ``DeploymentReport`` (``report``): per segment its backend, its cost and its
 agreement with the float model at its cut. ``deploy(model, "loihi")`` is the same path with one segment:
 the whole model on one chip.
@@ -23,7 +23,7 @@ from hybridai.deployment.build import build, refuse_quantum_layers
 from hybridai.deployment.deployment import Deployment
 from hybridai.deployment.placed import SegmentCost
 from hybridai.deployment.report import DeploymentReport, SegmentReport, compare
-from hybridai.deployment.segments import Segment, cut
+from hybridai.neuromorphic.segments import Segment, cut
 
 
 def deploy(
@@ -46,7 +46,7 @@ def deploy(
 
     ``deploy(model, chip="loihi2", quantum="aer:fake_manila", classical="torch", shots=1000,
     mitigation=hybridai.ZNE(), calibration=x)``: the model (an ``nn.Sequential``; nested ones are flattened)
-    is cut into contiguous segments by domain (``hybridai.deployment.segments`` gives the rules). The chip
+    is cut into contiguous segments by domain (``hybridai.neuromorphic.segments`` gives the rules). The chip
     says which layers it takes (``capabilities.layers``, as ``hybridai.spiking.kind_of`` names them): each
     spiking segment (every LIF, CUBA or SigmaDelta layer with its synapses, up to its decoder) is compiled
     for ``chip`` (``spiking=`` is its alias; ``"torch[:device]"`` keeps it in torch), bounded by the layers

@@ -21,8 +21,8 @@ from hybridai.core.errors import ConfigError, HybridAIError, check_shots, invali
 from hybridai.core.module import domain_of
 from hybridai.deployment.deployment import Deployment, float_cuts
 from hybridai.deployment.placed import place_segment
-from hybridai.deployment.segments import Segment, cut, flatten, layer_name
 from hybridai.neuromorphic.energy import energy_model
+from hybridai.neuromorphic.segments import Segment, cut, flatten, layer_name
 from hybridai.quantum.framework_objects import backend_spec
 
 

@@ -18,7 +18,7 @@ from hybridai.core.errors import ConfigError, ShapeError
 from hybridai.core.foreign import read_layer
 from hybridai.deployment.placed import PlacedSegment, SegmentCost, to_module
 from hybridai.deployment.report import DeploymentReport, SegmentReport, accuracies, compare
-from hybridai.deployment.segments import Segment
+from hybridai.neuromorphic.segments import Segment
 from hybridai.spiking.graph import is_spiking
 from hybridai.spiking.layout import check_samples_layout
 

@@ -31,9 +31,9 @@ from hybridai.core.contracts import Backend, ChipCompiler, Placement
 from hybridai.core.errors import ShapeError, invalid
 from hybridai.core.execution import ExecutionStats
 from hybridai.core.module import retarget
-from hybridai.deployment.segments import Segment
 from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, estimate
 from hybridai.neuromorphic.macs import dense_macs
+from hybridai.neuromorphic.segments import Segment
 from hybridai.quantum.execution import check_mitigation
 from hybridai.quantum.module import QuantumModule
 from hybridai.spiking.encoding import TimeDistributed

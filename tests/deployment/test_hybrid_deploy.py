@@ -12,7 +12,7 @@ from torch import nn
 import hybridai
 from hybridai.core.errors import ConfigError
 from hybridai.deployment import Deployment, cut
-from hybridai.deployment.segments import domains_of, flatten
+from hybridai.neuromorphic.segments import domains_of, flatten
 
 N_QUBITS = 3
 

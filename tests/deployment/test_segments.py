@@ -10,7 +10,7 @@ import hybridai
 from hybridai.core.capabilities import ChipCapabilities
 from hybridai.core.errors import ConfigError
 from hybridai.deployment import cut
-from hybridai.deployment.segments import chips_taking
+from hybridai.neuromorphic.segments import chips_taking
 from hybridai.spiking import LIF, RateDecoder, SigmaDelta, SpikeCountDecoder, TimeDistributed, kind_of
 from hybridai.spiking.graph import is_spiking
 

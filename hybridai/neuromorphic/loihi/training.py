@@ -19,7 +19,7 @@ computes the delay-free dynamics that this module computes; ``LoihiNetwork.trace
 ``FakeQuantized(..., return_layers=True)`` agree spike for spike.
 
 A hybrid model (the chip part, then host layers: ``Linear -> LIF ... -> RateDecoder -> Linear -> QuantumLayer ...``)
-is cut where ``hybridai.deploy(model, chip="loihi")`` cuts it (``deployment.segments.chip_front``): the chip part is
+is cut where ``hybridai.deploy(model, chip="loihi")`` cuts it (``neuromorphic.segments.chip_front``): the chip part is
 fake-quantized, the layers after it run as they are. The chip part computes in float64 and hands its spikes and
 membranes over in the model's dtype (its first Linear's), as the emulator does, so a float32 model trains in float32.
 """
@@ -174,8 +174,8 @@ def fake_quantize(model: nn.Module, *, quirks: str = "nengo", calibration: Any =
     fake-quantized (``quirks``, ``calibration`` as for the emulator) and the rest as it is, in the model's dtype."""
     if not isinstance(model, nn.Sequential):
         return FakeQuantized(model, quirks=quirks, calibration=calibration)  # refused there, by name
-    from hybridai.deployment.segments import chip_front
     from hybridai.neuromorphic.loihi.backend import LoihiBackend
+    from hybridai.neuromorphic.segments import chip_front
 
     front, rest = chip_front(model, LoihiBackend(quirks=quirks).capabilities, chip="loihi")
     return FakeQuantized(front, quirks=quirks, calibration=calibration, rest=rest)

@@ -8,7 +8,7 @@ message (``Loihi2Network.messages``; read the float messages with ``record_messa
 straight through the weight rounding to the float weights (trained in place).
 
 A hybrid model (the chip part, then host layers: ``SigmaDelta ... -> RateDecoder -> Linear -> QuantumLayer -> ...``)
-is cut where ``hybridai.deploy(model, chip="loihi2")`` cuts it (``deployment.segments.chip_front``): the chip part is
+is cut where ``hybridai.deploy(model, chip="loihi2")`` cuts it (``neuromorphic.segments.chip_front``): the chip part is
 fake-quantized, the layers after it run as they are. The chip part computes in float64 and hands over in the model's
 dtype (its parameters'), as the emulator hands its output over in the input's, so a float32 model trains in float32.
 """
@@ -71,8 +71,8 @@ def fake_quantize(model: nn.Module) -> FakeQuantized:
     fake-quantized and the rest as it is, computing in the model's dtype."""
     if not isinstance(model, nn.Sequential):
         return FakeQuantized(model)  # refused there, by name
-    from hybridai.deployment.segments import chip_front
     from hybridai.neuromorphic.loihi2.backend import Loihi2Backend
+    from hybridai.neuromorphic.segments import chip_front
 
     front, rest = chip_front(model, Loihi2Backend().capabilities, chip="loihi2")
     return FakeQuantized(front, rest)
