@@ -118,9 +118,10 @@ def placements(
 
 
 def zne_note(model: nn.Module, calibration: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *, chip: str,
-             noisy: str, shots: int, seed: int) -> str:  # fmt: skip
-    """Why ZNE lowers the circuit's error little with shots: what folding cannot scale (read errors) and what the
-    extrapolation amplifies (shot noise), with the same deployment's exact values (no shots, no read errors)."""
+             noisy: str, shots: int, seed: int, sampled: tuple[float, float]) -> str:  # fmt: skip
+    """What ZNE can and cannot remove from the circuit's error with shots (``sampled``: the noisy and the ZNE rows'
+    circuit errors): read errors are not folded, shot noise is amplified; with the same deployment's exact values
+    (no shots, no read errors) beside them."""
     from hybridai.deployment import deploy
     from hybridai.quantum.mitigation import ZNE
 
@@ -135,11 +136,11 @@ def zne_note(model: nn.Module, calibration: torch.Tensor, x: torch.Tensor, y: to
     gain = float(sum(float(c) ** 2 for c in zne.coefficients) ** 0.5)
     factors = ", ".join(f"{f:g}" for f in zne.scale_factors)
     return textwrap.fill(
-        f"ZNE with {shots} shots: folding scales the gates' noise, not read errors, so ZNE cannot remove those; and "
-        f"{zne.extrapolation} extrapolation at scale factors {factors} multiplies shot noise by {gain:.1f} (the root "
-        f"of its squared coefficients). Both are part of the circuit's error with shots, so ZNE changes predictions "
-        f"without lowering that error much. On exact values (no shots, hence no read errors) the same deployment's "
-        f"circuit rel. error is {errors[0]:.3f} noisy and {errors[1]:.3f} with ZNE.",
+        f"ZNE and the circuit rel. error: with {shots} shots it is {sampled[0]:.3f} noisy and {sampled[1]:.3f} with "
+        f"ZNE; on exact values (no shots, hence no read errors) {errors[0]:.3f} and {errors[1]:.3f}. With shots, part "
+        f"of the error is read errors, which folding does not scale (ZNE cannot remove them), and shot noise, which "
+        f"{zne.extrapolation} extrapolation at scale factors {factors} multiplies by {gain:.1f} (the root of the sum "
+        "of its squared coefficients): that part can change predictions that the noisy circuit kept.",
         WIDTH,
     )
 
@@ -234,8 +235,9 @@ def run_hybrid_demo(
         print(exactness(hybrid, tests["hybrid"]))
     if zne:
         print()
+        sampled = (rows[-2].circuit_error or 0.0, rows[-1].circuit_error or 0.0)
         print(zne_note(hybrid.model, trains["hybrid"], tests["hybrid"], y_test, chip=chip, noisy=noisy, shots=shots,
-                       seed=seed))  # fmt: skip
+                       seed=seed, sampled=sampled))  # fmt: skip
     print(f"\ncosts of the last deployment ({rows[-1].name}):")
     print(rows[-1].report)
     png = folder / "hybrid_demo.png"
