@@ -463,3 +463,19 @@ def test_zne_on_density_removes_the_noise_of_channels_without_a_noiseless_warnin
     layer = QuantumLayer(clean, n_qubits=1, weight_shapes={"w": 1}, backend="density", mitigation=ZNE())
     with pytest.warns(UserWarning, match="exact, noiseless 'density'"):
         layer(x)
+
+
+def test_channels_follow_the_parameters_device():
+    """No GPU here: torch's meta device (shapes only) shows that every tensor a run with channels makes (their
+    PTMs, the rate checks) is made on the parameters' device, as on CUDA."""
+    from hybridai.quantum.density.simulate import expectations, run
+
+    x = torch.tensor([[0.3, 0.5], [1.4, -0.2]], dtype=torch.float64)
+    w = torch.tensor([0.2], dtype=torch.float64)
+    backend = backends.get("density")
+    tape = qml.tape.make_qscript(_noisy)(x, w)
+    backend.execute([tape], ExecutionConfig((0, 1)))
+    (plan,) = [v for k, v in backend._transpiled.items() if k[0] == "density"]
+    values = torch.rand(8, 2, dtype=torch.float64, device="meta")  # more rows than the circuit's parameters
+    state = run(plan, values, torch.device("meta"), torch.float64)
+    assert expectations(plan, state).device.type == "meta"
