@@ -479,3 +479,14 @@ def test_channels_follow_the_parameters_device():
     values = torch.rand(8, 2, dtype=torch.float64, device="meta")  # more rows than the circuit's parameters
     state = run(plan, values, torch.device("meta"), torch.float64)
     assert expectations(plan, state).device.type == "meta"
+
+
+def test_channels_in_complex64_agree_with_complex128_to_single_precision():
+    x = torch.tensor([[0.3, 0.5], [1.4, -0.2]], dtype=torch.float64)
+    w = torch.tensor([0.2], dtype=torch.float64)
+    tape = qml.tape.make_qscript(_noisy)(x, w)
+    config = ExecutionConfig((0, 1))
+    single = backends.get("density", dtype="complex64").execute([tape], config).results[0]
+    double = backends.get("density").execute([tape], config).results[0]
+    assert single.dtype == torch.float32 and double.dtype == torch.float64
+    assert torch.allclose(single.double(), double, atol=1e-5, rtol=0)
