@@ -11,12 +11,16 @@ from hybridai.core.errors import ConfigError
 pytestmark = pytest.mark.numerics
 
 
-def circuit(inputs):
+def gates(inputs):
     qml.AngleEmbedding(inputs, wires=range(3), rotation="Y")
     qml.CNOT(wires=[0, 1])
     qml.Toffoli(wires=[0, 1, 2])
     qml.RZ(inputs[..., 0], wires=2)
     qml.RX(0.4, wires=2)
+
+
+def circuit(inputs):
+    gates(inputs)
     return [qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliZ(1) @ qml.PauliZ(2)), qml.probs(wires=[2])]
 
 
@@ -59,11 +63,7 @@ def test_read_errors_are_the_confusion_of_each_read_bit():
 
 
 def circuit_joint(inputs):
-    qml.AngleEmbedding(inputs, wires=range(3), rotation="Y")
-    qml.CNOT(wires=[0, 1])
-    qml.Toffoli(wires=[0, 1, 2])
-    qml.RZ(inputs[..., 0], wires=2)
-    qml.RX(0.4, wires=2)
+    gates(inputs)
     return qml.probs(wires=[1, 2])
 
 
