@@ -109,8 +109,9 @@ def domain_of(module: nn.Module) -> str:
 
 
 def _layers(model: nn.Module, prefix: str = "") -> Iterator[tuple[str, nn.Module]]:
-    """Leaf modules, hybridai layers and foreign layers (not descending into them), with qualified names."""
-    children = list(model.named_children())
+    """Leaf modules, hybridai layers and foreign layers (not descending into them), with qualified names: every
+    position, so a module used twice is listed twice (``named_children`` would skip the second use)."""
+    children = [(name, child) for name, child in model._modules.items() if child is not None]
     if isinstance(model, HybridModule) or not children or read_layer(model) is not None:
         yield prefix or type(model).__name__, model
         return
@@ -284,9 +285,11 @@ def summary(model: nn.Module, *, show: bool = False) -> Summary:
         raise invalid("model", type(model).__name__, "a torch.nn.Module")
     rows, total = [], 0
     counts = dict.fromkeys(DOMAINS, 0)
+    first: dict[int, str] = {}  # a module used at several positions: its parameters counted once
     for name, layer in _layers(model):
         n_params = sum(p.numel() for p in layer.parameters() if p.requires_grad)
-        total += n_params
+        shared = first.setdefault(id(layer), name) != name
+        total += 0 if shared else n_params
         foreign = None if isinstance(layer, HybridModule) else read_layer(layer)
         if isinstance(layer, HybridModule):
             domain, backend, size = layer.domain, layer.backend_description(), layer.size_description()
@@ -295,7 +298,8 @@ def summary(model: nn.Module, *, show: bool = False) -> Summary:
         else:
             domain, backend, size = "classical", _classical_backend_name(layer), ""
         counts[domain] += 1
-        rows.append([name, type(layer).__name__, domain, backend, f"{n_params:,}", size])
+        params = f"{n_params:,} (layer {first[id(layer)]}'s)" if shared else f"{n_params:,}"
+        rows.append([name, type(layer).__name__, domain, backend, params, size])
     mix = ", ".join(f"{n} {d}" for d, n in counts.items() if n)
     footer = ["total", f"{len(rows)} layers", mix, "", f"{total:,}", ""]
     text = format_table(["layer", "type", "domain", "backend", "params", "qubits/neurons"], rows, footer)

@@ -70,3 +70,16 @@ def test_a_chip_compiler_is_refused_for_a_layer_with_a_pointer_to_deploy():
     with pytest.raises(UnsupportedOperationError, match=r"hybridai.deploy\(model, backend='loihi'\)"):
         hybridai.place(model, classical="loihi")
     assert isinstance(model[0], nn.Linear)  # nothing changed
+
+
+def test_summary_lists_every_position_of_a_module_used_twice_and_counts_its_parameters_once():
+    import hybridai
+
+    shared = nn.Linear(3, 3)
+    model = nn.Sequential(shared, nn.Tanh(), shared, nn.Tanh())
+    text = str(hybridai.summary(model))
+    rows = [line.split() for line in text.splitlines()[2:-2]]
+    assert [row[0] for row in rows] == ["0", "1", "2", "3"]  # the second use is a layer too
+    assert rows[2][1] == "Linear" and "(layer 0's)" in text.splitlines()[4]
+    total = text.splitlines()[-1].split()
+    assert total[1] == "4" and total[-1] == f"{sum(p.numel() for p in model.parameters()):,}"  # 12, not 24
