@@ -95,7 +95,19 @@ def from_snntorch(net: nn.Module, *, output: str = "spikes", dt: float = 1e-3) -
         kinds = ", ".join(type(layer).__name__ for _, layer in layers) or "no layers"
         raise invalid("net", f"{type(net).__name__} of {kinds}", "a model with at least one snntorch.Leaky or Synaptic")
     converted: list[nn.Module] = []
+    copies: dict[int, nn.Module] = {}  # a layer used at several positions stays one layer (one set of weights)
+    uses: dict[int, str] = {}
     for i, (where, layer) in enumerate(layers):
+        first = uses.setdefault(id(layer), where)
+        if first != where and type(layer) in neuron_types:
+            raise invalid(
+                where, type(layer).__name__,
+                f"a neuron used once: it is also {first}, and snnTorch keeps one hidden state for both uses, which "
+                "hybridai's neurons (a state per layer) do not reproduce; use one neuron object per position",
+            )  # fmt: skip
+        if id(layer) in copies:
+            converted.append(copies[id(layer)])
+            continue
         if isinstance(layer, nn.Identity):
             continue
         if type(layer) in neuron_types:
@@ -104,6 +116,7 @@ def from_snntorch(net: nn.Module, *, output: str = "spikes", dt: float = 1e-3) -
         else:
             copied = copy.deepcopy(layer)
             converted.append(TimeDistributed(copied) if isinstance(layer, PER_STEP) else copied)
+            copies[id(layer)] = converted[-1]
     return nn.Sequential(*converted)
 
 
@@ -122,7 +135,9 @@ def _layers(module: nn.Module, where: str, neuron_types: tuple[type, ...]) -> It
         raise invalid(where, type(module).__name__, ACCEPTED)
     if type(module) is not nn.Sequential:
         _check_plain(where, module)
-    for name, child in module.named_children():
+    for name, child in module._modules.items():  # every position: named_children would skip a second use
+        if child is None:
+            continue
         index = f"[{name}]" if isinstance(module, nn.Sequential) else f".{name}"
         yield from _layers(child, where + index, neuron_types)
 

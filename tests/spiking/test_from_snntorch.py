@@ -317,3 +317,24 @@ def test_a_missing_snntorch_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "snntorch", None)  # import snntorch now raises ImportError
     with pytest.raises(MissingExtraError, match=r"hybridai\[dev\]"):
         from_snntorch(nn.Sequential(nn.Linear(2, 2)))
+
+
+def test_a_linear_used_twice_stays_one_layer_and_gives_identical_spikes():
+    shared = nn.Linear(6, 6)
+    net = filled(nn.Sequential(shared, snn.Leaky(beta=0.8, init_hidden=True), shared,
+                               snn.Leaky(beta=0.7, init_hidden=True)), seed=5)  # fmt: skip
+    x = current(6, 2, torch.float32)
+    with torch.no_grad():
+        want = step_snntorch(net, x)
+        model = from_snntorch(net)
+        got = model(x)
+    assert len(model) == 4 and model[0] is model[2]  # both positions, one set of weights
+    assert 0 < want.sum() < want.numel()
+    assert torch.equal(got, want)
+
+
+def test_a_neuron_used_twice_is_refused_naming_both_positions():
+    neuron = snn.Leaky(beta=0.8, init_hidden=True)
+    net = nn.Sequential(nn.Linear(4, 4), neuron, nn.Linear(4, 4), neuron)
+    with pytest.raises(ConfigError, match=r"net\[3\].*also net\[1\]"):
+        from_snntorch(net)
