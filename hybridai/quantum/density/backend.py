@@ -1,6 +1,10 @@
-"""Backend family ``density``: hybridai's own batched, differentiable density-matrix simulator with Qiskit noise.
+"""Backend family ``density``: hybridai's own batched, differentiable density-matrix simulator with Qiskit noise
+and PennyLane's channels.
 
-Noise exactly as the ``aer`` family takes it: ``density:fake_<device>`` (the device's
+PennyLane's noise channels written in a circuit (``qml.BitFlip``, ..., ``qml.QubitChannel``; ``qml.noise`` models)
+run as ``default.mixed`` runs them, with rates that are constants, trainable weights or one per sample
+(``pennylane_channels``), alone or together with the Qiskit noise below. Qiskit noise exactly as the ``aer``
+family takes it: ``density:fake_<device>`` (the device's
 ``NoiseModel.from_backend``, its coupling map and basis gates), ``depolarizing=p`` or ``(p1, p2)`` and
 ``readout_error=q``, or ``noise_model=`` a ``qiskit_aer.noise.NoiseModel`` of your own. Circuits are converted and
 transpiled by the very code ``aer`` uses (``QiskitBackend.transpiled``: same target, the fake device or

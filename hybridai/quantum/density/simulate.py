@@ -94,7 +94,7 @@ def _parametric(plan: Plan, tensors: dict, values: torch.Tensor) -> list[torch.T
     first_names = Named(first)
     out = []
     for g, (_, kind, members) in enumerate(plan.groups):
-        varying = plan.group_varying[g] if plan.group_varying else True
+        varying = plan.group_varying[g]
         used, used_names, width = (values, names, rows) if varying else (first, first_names, 1)
         if kind is None:  # PennyLane channels: PTMs of their rates, kind by kind
             entries, restore = tensors["groups"][g]
@@ -158,17 +158,13 @@ def _chains(
     one_qubit = [(g, p) for g, p in enumerate(params) if plan.groups[g][0] == 4]
     fixed = moving = None
     if fixed_table.shape[1]:
-        pool = [tensors["chain_pool"]] + [p[..., 0] if _varies(plan, g) else p for g, p in one_qubit]
+        pool = [tensors["chain_pool"]] + [p[..., 0] if plan.group_varying[g] else p for g, p in one_qubit]
         fixed = _pairwise(torch.cat(pool, 2)[:, :, fixed_table])  # [4, 4, L, C] -> [4, 4, C]
     if moving_table.shape[1]:
         pool = [tensors["chain_pool"][..., None].expand(-1, -1, -1, rows)]
-        pool += [p if _varies(plan, g) else p[..., None].expand(-1, -1, -1, rows) for g, p in one_qubit]
+        pool += [p if plan.group_varying[g] else p[..., None].expand(-1, -1, -1, rows) for g, p in one_qubit]
         moving = _pairwise(torch.cat(pool, 2)[:, :, moving_table])  # [4, 4, L, C, rows] -> [4, 4, C, rows]
     return fixed, moving
-
-
-def _varies(plan: Plan, group: int) -> bool:
-    return plan.group_varying[group] if plan.group_varying else True
 
 
 def _pairwise(factors: torch.Tensor) -> torch.Tensor:

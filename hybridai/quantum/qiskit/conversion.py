@@ -21,6 +21,7 @@ from hybridai.quantum.decomposition import controlled_rotations, walk
 from hybridai.quantum.hermiticity import check_hermitian
 from hybridai.quantum.mitigation.folding import is_fold_barrier
 from hybridai.quantum.pennylane import pauli_measure_route
+from hybridai.quantum.qiskit.channels import spec_of
 from hybridai.quantum.recording import recording
 
 FIXED = {
@@ -136,8 +137,6 @@ def _gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], li
         except KeyError as exc:
             raise UnsupportedOperationError(f"{name} acts on wire {exc.args[0]!r}, not among {wires}") from None
         if isinstance(op, qml.operation.Channel):
-            from hybridai.quantum.qiskit.channels import spec_of
-
             spec, rates = spec_of(op, len(params))
             gates.append(("channel", qubits, spec))
             params.extend(rates)
