@@ -164,5 +164,6 @@ def test_the_zne_note_explains_with_numbers_what_zne_removes_and_what_it_cannot(
     exact_noisy, exact_zne = float(numbers[0]), float(numbers[1])
     assert exact_zne < exact_noisy  # without shots and read errors, ZNE removes gate noise
     assert "multiplies by 2.3" in text
-    # timed after a warm-up run: ZNE, which runs three times the circuits, takes longer than the noisy circuit
-    assert zne_row.seconds["quantum"] > noisy_row.seconds["quantum"]
+    # ZNE runs three times the circuits of the noisy row (its seconds are timed after a warm-up run; speed itself is
+    # not asserted here)
+    assert segment(zne_row, "quantum").cost.quantum.circuits == 3 * segment(noisy_row, "quantum").cost.quantum.circuits

@@ -23,7 +23,9 @@ import torch
 
 from hybridai.core.errors import ConfigError, invalid, positive_int
 
-KINDS = ("depolarizing", "amplitude_damping", "phase_damping")
+CHANNELS = {"depolarizing": "DepolarizingChannel", "amplitude_damping": "AmplitudeDamping",
+            "phase_damping": "PhaseDamping"}  # fmt: skip
+KINDS = tuple(CHANNELS)
 MAXIMUM = {"depolarizing": 0.75, "amplitude_damping": 1.0, "phase_damping": 1.0, "readout": 0.5}  # of each rate
 
 
@@ -64,6 +66,11 @@ class LearnableNoise(torch.nn.Module):
 
     def forward(self, qfunc: Callable[..., Any]) -> Callable[..., Any]:
         """``qfunc`` with this noise in place (the module's call: ``noise(qfunc)``)."""
+        import pennylane as qml
+
+        if not callable(qfunc) or isinstance(qfunc, qml.QNode):
+            raise invalid("qfunc", qfunc, "a PennyLane quantum function (a QNode's own: qnode.func); a QNode would "
+                          "run on its device when called, not be recorded with the noise")  # fmt: skip
 
         @functools.wraps(qfunc)
         def noisy(*args: Any, **kwargs: Any) -> Any:
@@ -91,9 +98,7 @@ class LearnableNoise(torch.nn.Module):
 
         i = self._index(wire)
         for kind in self.kinds:
-            channel = {"depolarizing": qml.DepolarizingChannel, "amplitude_damping": qml.AmplitudeDamping,
-                       "phase_damping": qml.PhaseDamping}[kind]  # fmt: skip
-            channel(rates[kind][i], wires=wire)
+            getattr(qml, CHANNELS[kind])(rates[kind][i], wires=wire)
 
     def _read_wires(self, tape: Any) -> list[Any]:
         """The wires read by the tape's measurements (none without ``readout``), refusing what is not read in Z."""

@@ -22,6 +22,8 @@ import hybridai
 from hybridai.deployment import DeploymentReport
 from hybridai.spiking import LIF, SigmaDelta, SpikeCountDecoder, TimeDistributed
 
+pytestmark = pytest.mark.numerics  # values to 1e-10: run again on other CPU code paths (make test)
+
 WIDTH = 2  # qubits, and the width of every layer: any layer can follow any other
 
 

@@ -13,6 +13,8 @@ from hybridai.core.errors import ConfigError
 from hybridai.neuromorphic import loihi, loihi2
 from hybridai.spiking import LIF, RateDecoder, RateEncoder, SigmaDelta, TimeDistributed
 
+pytestmark = pytest.mark.numerics  # values to 1e-10: run again on other CPU code paths (make test)
+
 CHIPS = {"loihi": loihi, "loihi2": loihi2}
 
 

@@ -7,6 +7,8 @@ import torch
 
 from hybridai import QuantumLayer
 
+pytestmark = pytest.mark.numerics  # values to 1e-10: run again on other CPU code paths (make test)
+
 
 @pytest.mark.parametrize("rotation", ["RX", "RY", "RZ", "PhaseShift"])
 @pytest.mark.parametrize(("controls", "values"), [([0], [1]), ([0, 1], [1, 0]), ([1, 0, 3], [0, 1, 1])])

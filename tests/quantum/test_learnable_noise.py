@@ -101,3 +101,13 @@ def test_refusals_name_the_argument_and_what_is_accepted():
 
     with pytest.raises(ConfigError, match="wire 3"):
         qml.tape.make_qscript(LearnableNoise(2)(wide))(torch.zeros(1))
+
+
+def test_a_qnode_or_a_non_function_is_refused_and_the_qnodes_function_runs():
+    qnode = qml.QNode(circuit, qml.device("default.mixed", wires=3))
+    with pytest.raises(ConfigError, match=r"qfunc=.*qnode.func"):
+        LearnableNoise(3)(qnode)
+    with pytest.raises(ConfigError, match="qfunc=3"):
+        LearnableNoise(3)(3)
+    layer = QuantumLayer(LearnableNoise(3)(qnode.func), n_qubits=3, n_inputs=3, backend="density")
+    assert layer(torch.zeros(1, 3, dtype=torch.float64)).shape == (1, 4)

@@ -1,6 +1,8 @@
 """``pennylane:<device>`` lists and takes only devices that simulate qubits; other systems and devices whose own
 dependency is missing are refused by name, with a device that works."""
 
+import re
+
 import pennylane as qml
 import pytest
 import torch
@@ -34,8 +36,13 @@ def test_a_device_whose_dependency_is_missing_is_refused_by_name():
 
     if importlib.util.find_spec("quimb") is not None:
         pytest.skip("quimb is installed here: default.tensor runs")
-    with pytest.raises(BackendUnavailableError, match=r"pennylane:default.tensor' needs a package"):
+    with pytest.raises(BackendUnavailableError, match=r"pennylane:default.tensor' needs a package") as caught:
         backends.get("pennylane:default.tensor")
+    routes = re.findall(r"pennylane:[\w.]+", str(caught.value).split("accepted:")[1])
+    assert routes
+    for route in routes:  # the devices it names run the circuit
+        out = QuantumLayer(circuit, n_qubits=1, n_inputs=1, backend=route)(torch.tensor([[0.3]], dtype=torch.float64))
+        assert out.shape == (1,), route
 
 
 def test_every_listed_qubit_device_that_loads_runs_a_circuit():
