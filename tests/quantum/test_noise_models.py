@@ -28,8 +28,6 @@ from hybridai import QuantumLayer, backends
 from hybridai.core.errors import BackendExecutionError, ConfigError
 from hybridai.core.execution import ExecutionConfig
 
-pytestmark = pytest.mark.numerics  # values to 1e-10: run again on other CPU code paths (make test)
-
 FAMILIES = ("aer", "density")
 LEVEL, SEED = 1, 1234  # the backends' default optimization_level and seed_transpiler
 

@@ -16,8 +16,6 @@ from qiskit_machine_learning.neural_networks import EstimatorQNN
 
 from hybridai import QuantumLayer
 
-pytestmark = pytest.mark.numerics  # values to 1e-10: run again on other CPU code paths (make test)
-
 BACKENDS = ["statevector", "density", "aer"]
 OBSERVABLES = [SparsePauliOp("IZ"), SparsePauliOp("XX"), SparsePauliOp.from_list([("YI", 0.6), ("ZX", -0.4)])]
 CANCELLED = {
