@@ -243,7 +243,7 @@ def mitiq_per_value(x: torch.Tensor, weights: torch.Tensor, backend) -> float:
     from qiskit import transpile
     from qiskit_aer.primitives import EstimatorV2
 
-    from hybridai.quantum.qiskit.conversion import convert
+    from hybridai.quantum.qiskit_frontend.conversion import convert
 
     estimator = EstimatorV2(options={"default_precision": 0.0, "backend_options": {
         "method": "density_matrix", "noise_model": backend.noise_model}})  # fmt: skip

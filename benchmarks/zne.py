@@ -23,7 +23,7 @@ import torch
 
 from hybridai import ZNE, backends
 from hybridai.backends import ExecutionConfig
-from hybridai.quantum.execution import execute
+from hybridai.quantum.execution.run import execute
 
 N, DEPTH = 4, 10
 WIRES = tuple(range(N))
@@ -62,7 +62,7 @@ def mitiq_per_value(circuit, x, noisy_backend) -> tuple[float, float]:
     from qiskit import transpile
     from qiskit_aer.primitives import EstimatorV2
 
-    from hybridai.quantum.qiskit.conversion import convert
+    from hybridai.quantum.qiskit_frontend.conversion import convert
 
     estimator = EstimatorV2(options={"backend_options": {"method": "density_matrix",
                                                          "noise_model": noisy_backend.noise_model}})  # fmt: skip

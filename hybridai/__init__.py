@@ -42,7 +42,7 @@ def __getattr__(name: str):
 
         return importlib.import_module(".testing", __name__)
     if name in ("QSVC", "QSVR", "QuantumKernelRidge"):
-        from hybridai.quantum import estimators
+        from hybridai.quantum.kernels import estimators
 
         return getattr(estimators, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

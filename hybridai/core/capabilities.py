@@ -24,7 +24,7 @@ class QuantumCapabilities:
     dtype: the complex dtype of exact simulation ("complex128" or "complex64"); results come back
         in the matching real dtype.
     mitigation_engines: ZNE engines the executor runs itself (e.g. ``("ibm",)``); any other
-        mitigation is applied around it by ``hybridai.quantum.execution``.
+        mitigation is applied around it by ``hybridai.quantum.execution.run``.
     """
 
     differentiable: bool = False

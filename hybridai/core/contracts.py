@@ -81,7 +81,7 @@ class QuantumExecutor(Backend):
         Returns one result per tape in PennyLane's layout (a tensor for one measurement, a tuple
         for several; broadcast tapes give a leading batch dimension) and the call's statistics.
         Gradients flow to every torch parameter of the tapes when ``capabilities.differentiable``.
-        ``config.mitigation`` is handled by ``hybridai.quantum.execution.execute`` unless its engine
+        ``config.mitigation`` is handled by ``hybridai.quantum.execution.run.execute`` unless its engine
         is in ``capabilities.mitigation_engines``.
         """
 

@@ -2,7 +2,7 @@
 
 core imports nothing above it, yet ``hybridai.place(model, quantum=qml.device(...))`` must take a PennyLane device
 as ``QuantumLayer(backend=...)`` does, and a ``qml.qnn.TorchLayer`` inside a model must count as quantum. The
-package of a domain registers its readers when it is imported (``hybridai.quantum.foreign`` for the quantum
+package of a domain registers its readers when it is imported (``hybridai.quantum.adoption`` for the quantum
 domain; importing ``hybridai`` imports it):
 
 - a backend reader, ``reader(value, argument, layer)``: a ``quantum=`` value that is not a name or a backend object

@@ -34,7 +34,7 @@ from hybridai.core.module import retarget
 from hybridai.neuromorphic.energy import EnergyEstimate, EnergyModel, estimate
 from hybridai.neuromorphic.macs import dense_macs
 from hybridai.neuromorphic.segments import Segment
-from hybridai.quantum.execution import check_mitigation
+from hybridai.quantum.execution.run import check_mitigation
 from hybridai.quantum.module import QuantumModule
 from hybridai.spiking.encoding import TimeDistributed
 from hybridai.spiking.graph import SPIKING, kind_of

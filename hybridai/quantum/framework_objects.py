@@ -14,7 +14,7 @@
   and each later run continues the stream); its wires must include ``0 .. n_qubits-1``. A device that carries transforms
   (``qml.noise.insert(dev, ...)``, ``qml.noise.add_noise(dev, noise_model)``, any device transform) or is a
   subclass of its plugin's class becomes ``"pennylane:<name>"`` with ``device=`` a copy of it
-  (``hybridai.quantum.device_recipes``): the circuits run on that device, its transforms included.
+  (``hybridai.quantum.pennylane.device_recipes``): the circuits run on that device, its transforms included.
 - A Qiskit ``AerSimulator()`` becomes ``"aer"`` (with its ``noise_model`` when set);
   ``AerSimulator.from_backend(FakeManilaV2())`` and a fake backend instance (``FakeManilaV2()``) become
   ``"aer:fake_manila"`` (the device's noise model, qubit count and layout). Aer's own run options
@@ -35,7 +35,7 @@ import numpy as np
 
 from hybridai.core.contracts import Backend
 from hybridai.core.errors import ConfigError, invalid
-from hybridai.quantum.device_recipes import DeviceRecipe, is_kept
+from hybridai.quantum.pennylane.device_recipes import DeviceRecipe, is_kept
 
 ACCEPTED = (
     "a backend name such as 'statevector', 'pennylane:default.qubit', 'aer', 'aer:fake_manila' or "
@@ -187,7 +187,7 @@ def _from_qiskit(backend: Any) -> tuple[str, dict[str, Any]] | None:
             noise = getattr(backend.options, "noise_model", None)
             return "aer", ({} if noise is None else {"noise_model": noise})
     if "qiskit_ibm_runtime" in sys.modules:  # a fake IBM device, of the provider's classes or a subclass
-        from hybridai.quantum.qiskit.fake_devices import fake_name
+        from hybridai.quantum.qiskit_frontend.fake_devices import fake_name
 
         name = fake_name(backend)
         if name is not None:

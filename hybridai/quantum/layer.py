@@ -32,14 +32,14 @@ import torch
 
 from hybridai.core.errors import SHOTS_MAX, ConfigError, ShapeError, invalid, positive_int
 from hybridai.core.precision import keeps_precision, quantum_dtype
-from hybridai.quantum.drawing import draw_tape
-from hybridai.quantum.execution import check_mitigation
+from hybridai.quantum.circuits.drawing import draw_tape
+from hybridai.quantum.circuits.rebinding import Rebinding
+from hybridai.quantum.circuits.weights import WeightInit, check_weight_shapes, register_weights, takes_inputs
+from hybridai.quantum.execution.run import check_mitigation
 from hybridai.quantum.framework_objects import adopt_circuit, adopt_qnode_diff_method
 from hybridai.quantum.module import QuantumModule, check_finite
-from hybridai.quantum.qiskit.circuit_function import adopt_layer_circuit, torch_connector_init
-from hybridai.quantum.qnode_transforms import qnode_transforms
-from hybridai.quantum.rebinding import Rebinding
-from hybridai.quantum.weights import WeightInit, check_weight_shapes, register_weights, takes_inputs
+from hybridai.quantum.pennylane.qnode_transforms import qnode_transforms
+from hybridai.quantum.qiskit_frontend.circuit_function import adopt_layer_circuit, torch_connector_init
 
 MEASUREMENTS = ("ExpectationMP", "VarianceMP", "ProbabilityMP")
 SCALAR_MEASUREMENTS = ("ExpectationMP", "VarianceMP")  # one value per sample: [B] when returned alone
@@ -57,11 +57,11 @@ class QuantumLayer(QuantumModule):
             options (``gradient_kwargs``, ``max_diff``, ...) are refused by name unless PennyLane's defaults
             (``hybridai.quantum.framework_objects``). The QNode's own transforms
             (``@qml.transforms.merge_rotations``, ``qml.noise.add_noise(qnode, ...)``) apply on any backend, or are
-            refused by name (``hybridai.quantum.qnode_transforms``). Or a Qiskit ``QuantumCircuit`` with
+            refused by name (``hybridai.quantum.pennylane.qnode_transforms``). Or a Qiskit ``QuantumCircuit`` with
             ``Parameter``s, taken as ``EstimatorQNN`` + ``TorchConnector`` take it (``input_params``, ``weight_params``,
-            ``observables``; ``hybridai.quantum.qiskit.circuit_function``): inputs ``[B, len(input_params)]``, one
-            trainable tensor ``weights`` of shape ``(len(weight_params),)`` initialised uniform in [-1, 1] as
-            TorchConnector does, outputs ``[B, n_observables]``.
+            ``observables``; ``hybridai.quantum.qiskit_frontend.circuit_function``): inputs
+            ``[B, len(input_params)]``, one trainable tensor ``weights`` of shape ``(len(weight_params),)``
+            initialised uniform in [-1, 1] as TorchConnector does, outputs ``[B, n_observables]``.
         n_qubits: number of wires, labelled ``0 .. n_qubits-1``; at most the backend's
             ``capabilities.max_qubits`` (5 on ``aer:fake_manila``). Required for a quantum function; a Qiskit
             circuit gives its own (Qiskit qubit q is wire q).
@@ -82,7 +82,7 @@ class QuantumLayer(QuantumModule):
             ``pennylane:default.mixed``, a plugin), applied around the backend; default none.
         rebind: ``True`` (default): ``qfunc`` is recorded on every call (whatever it reads, values or outside
             state, is read again) and only what the recorded structure decides is reused: the tape's checks and
-            broadcast sizes (``hybridai.quantum.rebinding``). ``False``: recorded on every call, nothing reused.
+            broadcast sizes (``circuits.rebinding``). ``False``: recorded on every call, nothing reused.
             ``"unsafe"``: ``qfunc`` is not run again once two recordings per input shape agree, the new inputs and
             weights are put into the recorded circuit; WRONG for a ``qfunc`` that reads a value (``torch.equal``,
             ``str(x)``, ``len(x.nonzero())``, ...) or outside state (a flag, ``self.training``, grad mode, a random
@@ -238,7 +238,7 @@ class QuantumLayer(QuantumModule):
 
     def run(self, tapes: list[Any]) -> list[Any]:
         """Results of ``tapes`` on this layer's backend, through the QNode's own transforms when it has some
-        (``hybridai.quantum.qnode_transforms``: transformed, run in one backend call, post-processed)."""
+        (``hybridai.quantum.pennylane.qnode_transforms``: transformed, run in one backend call, post-processed)."""
         if self.qnode_transforms is None:
             return super().run(tapes)
         return self.qnode_transforms.run(tapes, super().run)

@@ -15,10 +15,10 @@ from hybridai.core.contracts import QuantumExecutor
 from hybridai.core.errors import ConfigError, HybridAIError, ShapeError, invalid
 from hybridai.core.execution import Execution, ExecutionConfig
 from hybridai.core.module import HybridModule
-from hybridai.quantum.batch_axis import BatchAxisWatch
-from hybridai.quantum.execution import execute
+from hybridai.quantum.circuits.batch_axis import BatchAxisWatch
+from hybridai.quantum.circuits.recording import record
+from hybridai.quantum.execution.run import execute
 from hybridai.quantum.framework_objects import backend_spec
-from hybridai.quantum.recording import record
 
 # What a circuit function raises when the inputs or weights do not fit it (a feature index out of
 # range, a template's weight shape, broadcast sizes, wires): reported as a ShapeError with a hint.
@@ -59,7 +59,9 @@ class QuantumModule(HybridModule):
     domain = "quantum"
     default_backend = "statevector"
     last_execution: Execution | None = None
-    qnode_transforms: Any = None  # a QNode's own transforms (hybridai.quantum.qnode_transforms), set by subclasses
+    qnode_transforms: Any = (
+        None  # a QNode's own transforms (hybridai.quantum.pennylane.qnode_transforms), set by subclasses
+    )
     # set by subclasses in their constructor
     n_qubits: int
     weight_shapes: dict[str, tuple[int, ...]]

@@ -243,7 +243,7 @@ def sharded_gram(kernel: Any, X: Any, Y: Any = None) -> torch.Tensor:
     history (use it to fit estimators, not to train the feature map). Without a process group:
     ``kernel(X, Y)``.
     """
-    from hybridai.quantum.kernel import QuantumKernel
+    from hybridai.quantum.kernels.quantum_kernel import QuantumKernel
 
     if not isinstance(kernel, QuantumKernel):
         raise invalid("kernel", type(kernel).__name__, "a hybridai.QuantumKernel")

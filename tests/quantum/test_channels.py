@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hybridai import QuantumLayer, backends
 from hybridai.core.errors import ConfigError, UnsupportedOperationError
 from hybridai.core.execution import ExecutionConfig
-from hybridai.quantum.pennylane import _working_dtype
+from hybridai.quantum.pennylane.backend import _working_dtype
 
 pytestmark = pytest.mark.numerics
 TOL = 1e-10
@@ -179,7 +179,7 @@ def test_thermal_relaxation_equals_aers_channel_of_the_same_times(t2):
 
     from hybridai.quantum.density import pennylane_channels
     from hybridai.quantum.density.channels import ptm_of_superop
-    from hybridai.quantum.qiskit.channels import spec_of
+    from hybridai.quantum.qiskit_frontend.channels import spec_of
 
     pe, t1, tq = 0.2, 100.0, 30.0
     spec, rates = spec_of(qml.ThermalRelaxationError(pe, t1, t2, tq, wires=0), 0)
@@ -316,7 +316,7 @@ def test_channels_with_qiskit_noise_equal_aer_running_the_same_kraus_maps(where)
     from qiskit_aer.noise import NoiseModel
 
     from hybridai.quantum.density import converting
-    from hybridai.quantum.qiskit.conversion import CHANNEL_LABEL
+    from hybridai.quantum.qiskit_frontend.conversion import CHANNEL_LABEL
 
     def circuit(x, w):
         qml.RY(x[..., 0], wires=0)

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from hybridai.core.errors import UnsupportedOperationError
-from hybridai.quantum.decomposition import MAX_DEPTH, decompose, walk
-from hybridai.quantum.recording import recording
+from hybridai.quantum.circuits.decomposition import MAX_DEPTH, decompose, walk
+from hybridai.quantum.circuits.recording import recording
 
 
 class Opaque(qml.operation.Operation):
@@ -62,7 +62,7 @@ def test_one_depth_limit():
 
 def test_every_walker_refuses_through_the_shared_walk():
     from hybridai.quantum.mitigation.folding import elementary_ops
-    from hybridai.quantum.qiskit.conversion import convert
+    from hybridai.quantum.qiskit_frontend.conversion import convert
     from hybridai.quantum.statevector.gates import Converter
     from hybridai.quantum.statevector.shifts import shift_form
 

@@ -11,7 +11,7 @@ from hybridai import backends
 from hybridai.core.errors import UnsupportedOperationError
 from hybridai.core.execution import ExecutionConfig
 from hybridai.quantum.density import converting
-from hybridai.quantum.qiskit.conversion import convert
+from hybridai.quantum.qiskit_frontend.conversion import convert
 
 CONFIG = ExecutionConfig((0, 1))
 

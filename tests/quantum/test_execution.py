@@ -1,8 +1,8 @@
 """The execution contract: per-layer statistics on shared backends, threads, ZNE around any executor.
 
-Backends are shared by layers and threads and hold no per-call state; ``hybridai.quantum.execution.execute``
+Backends are shared by layers and threads and hold no per-call state; ``hybridai.quantum.execution.run.execute``
 applies zero-noise extrapolation around any ``QuantumExecutor``, including a plugin without autograd
-whose gradients come from ``hybridai.quantum.shift_rule.parameter_shift``.
+whose gradients come from ``hybridai.quantum.execution.shift_rule.parameter_shift``.
 """
 
 import dataclasses
@@ -17,8 +17,8 @@ import hybridai
 from hybridai import ZNE, QuantumKernel, QuantumLayer, backends
 from hybridai.backends import Execution, ExecutionConfig, ExecutionStats, QuantumCapabilities, QuantumExecutor
 from hybridai.core.errors import ConfigError
-from hybridai.quantum.execution import execute
-from hybridai.quantum.shift_rule import parameter_shift
+from hybridai.quantum.execution.run import execute
+from hybridai.quantum.execution.shift_rule import parameter_shift
 
 P = 0.05  # depolarizing probability of the channels written in the circuits
 WIRES = (0, 1)

@@ -9,7 +9,7 @@ import torch
 
 import hybridai
 from hybridai.core.errors import BackendNotFoundError, ResourceLimitError
-from hybridai.quantum.qiskit.fake_devices import fake_backend, fake_name, fake_names
+from hybridai.quantum.qiskit_frontend.fake_devices import fake_backend, fake_name, fake_names
 
 CURRENT = ("fake_brisbane", "fake_sherbrooke", "fake_kyiv", "fake_torino", "fake_fez", "fake_marrakesh")
 

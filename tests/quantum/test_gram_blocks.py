@@ -1,5 +1,5 @@
-"""Gram matrices in blocks of bounded working memory (``hybridai.quantum.gram``): every block size gives the
-same matrix as the textbook formula, symmetric matrices are exactly symmetric, the limit sets the blocks."""
+"""Gram matrices in blocks of bounded working memory (``hybridai.quantum.kernels.gram_blocks``): every block size
+gives the same matrix as the textbook formula, symmetric matrices are exactly symmetric, the limit sets the blocks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 
 from hybridai import QuantumKernel
 from hybridai.core.errors import ConfigError
-from hybridai.quantum import gram
+from hybridai.quantum.kernels import gram_blocks as gram
 
 N = 3
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from hybridai.core.errors import HybridAIError
-from hybridai.quantum.kernel import IQPFeatureMap, QuantumKernel
+from hybridai.quantum.kernels.quantum_kernel import IQPFeatureMap, QuantumKernel
 
 
 def counted(feature_map):

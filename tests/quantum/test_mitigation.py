@@ -200,7 +200,7 @@ def test_exponential_fit_failure_is_a_clear_error():
 
 def test_folds_are_fenced_by_barriers_only_for_executors_that_optimise():
     from hybridai.core.execution import ExecutionConfig
-    from hybridai.quantum.execution import execute
+    from hybridai.quantum.execution.run import execute
     from hybridai.quantum.mitigation.folding import elementary_ops, fold_tape, is_fold_barrier
 
     tape = qml.tape.make_qscript(circuit)(torch.rand(2), torch.rand(3, 2))

@@ -126,7 +126,7 @@ def test_depolarizing_rates_cover_every_gate_of_the_transpiled_circuit(family):
 
 
 def _converted(ops, measurements, n):
-    from hybridai.quantum.qiskit.conversion import convert
+    from hybridai.quantum.qiskit_frontend.conversion import convert
 
     return convert(qml.tape.QuantumScript(ops, measurements), list(range(n)))
 

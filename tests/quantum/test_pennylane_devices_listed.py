@@ -9,7 +9,7 @@ import torch
 
 from hybridai import QuantumLayer, backends
 from hybridai.core.errors import BackendUnavailableError, ConfigError
-from hybridai.quantum.pennylane import PennyLaneBackend
+from hybridai.quantum.pennylane.backend import PennyLaneBackend
 
 
 def circuit(inputs):

@@ -192,7 +192,7 @@ def test_zne_equals_pennylanes_mitigate_with_zne_batched():
 def test_zne_folds_the_gates_the_devices_noise_follows():
     """Rot is one noisy gate on default.mixed: folded as one (three once decomposed would scale the noise 9x)."""
     from hybridai.core.execution import ExecutionConfig
-    from hybridai.quantum.execution import execute
+    from hybridai.quantum.execution.run import execute
 
     layer = QuantumLayer(circuit, 2, SHAPES, backend=noisy_device()).double()
     tape = layer.tape(data()[0])

@@ -19,8 +19,8 @@ from hybridai.core.errors import (
     UnsupportedOperationError,
 )
 from hybridai.core.execution import ExecutionConfig
-from hybridai.quantum.qiskit.conversion import convert
 from hybridai.quantum.qiskit.redaction import redact
+from hybridai.quantum.qiskit_frontend.conversion import convert
 
 N = 3
 SHAPES = {"weights": (1, N, 3)}

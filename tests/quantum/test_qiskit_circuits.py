@@ -169,8 +169,8 @@ def test_every_standard_gate_is_its_qiskit_matrix():
     matrix Qiskit gives it, up to the global phases that are dropped."""
     import pennylane as qml
 
-    from hybridai.quantum.qiskit.from_circuit import apply, read_circuit
-    from hybridai.quantum.recording import recording
+    from hybridai.quantum.circuits.recording import recording
+    from hybridai.quantum.qiskit_frontend.from_circuit import apply, read_circuit
 
     rng = np.random.default_rng(0)
     for name, gate in sorted(get_standard_gate_name_mapping().items()):
@@ -505,7 +505,7 @@ def test_instructions_that_are_not_gates_are_refused_by_name():
 def test_complex_angles_and_expressions_torch_cannot_evaluate_are_refused():
     import sympy
 
-    from hybridai.quantum.qiskit.expressions import _compile, angle
+    from hybridai.quantum.qiskit_frontend.expressions import _compile, angle
 
     x = Parameter("x")
     qc = QuantumCircuit(1)

@@ -9,7 +9,7 @@ import torch
 
 from hybridai import QuantumLayer
 from hybridai.core.errors import ConfigError
-from hybridai.quantum.statevector.sampling import BINOMIAL_MAX_OUTCOMES, counts
+from hybridai.quantum.execution.sampling import BINOMIAL_MAX_OUTCOMES, counts
 
 N = 3
 SHOTS = 20000

@@ -3,7 +3,7 @@
 PennyLane records operations in ONE process-wide queue, so a tape recorded in one thread used to pick up
 the operations another thread built at the same moment (decompositions in the Qiskit conversion,
 inverses of the kernel, folds of ZNE), and lose its own. hybridai holds one lock around all of that
-(``hybridai.quantum.recording``); these tests run the same layer or kernel from 4 threads, and force the
+(``hybridai.quantum.circuits.recording``); these tests run the same layer or kernel from 4 threads, and force the
 worst interleaving on purpose: a second thread builds operations while the first is half-way through
 recording its tape.
 """

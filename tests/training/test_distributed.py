@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 import hybridai
 from hybridai.core.errors import ConfigError, HybridAIError
 from hybridai.demo import entangling_classifier
-from hybridai.quantum.kernel import IQPFeatureMap
+from hybridai.quantum.kernels.quantum_kernel import IQPFeatureMap
 from hybridai.training import distributed, fit
 
 WORLD = 2

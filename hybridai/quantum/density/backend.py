@@ -48,12 +48,12 @@ from hybridai.quantum.density.plan import Plan
 from hybridai.quantum.density.planning import compile_circuit, exact_readout, used_qubits
 from hybridai.quantum.density.sampling import sampled_parities, sampled_readout
 from hybridai.quantum.density.simulate import expectations, run
+from hybridai.quantum.execution.resources import check_state_memory, memory_limit
+from hybridai.quantum.execution.shift_rule import parameter_shift
 from hybridai.quantum.qiskit.aer import aer_target, basis_groups, measured_circuit, resolve_noise
-from hybridai.quantum.qiskit.conversion import Converted
 from hybridai.quantum.qiskit.executor import QiskitBackend, tape_results
-from hybridai.quantum.qiskit.fake_devices import fake_backend
-from hybridai.quantum.resources import check_state_memory, memory_limit
-from hybridai.quantum.shift_rule import parameter_shift
+from hybridai.quantum.qiskit_frontend.conversion import Converted
+from hybridai.quantum.qiskit_frontend.fake_devices import fake_backend
 
 DTYPES = {"complex128": torch.float64, "complex64": torch.float32}  # the real dtype of the Pauli coefficients
 DIFF_METHODS = ("best", "backprop", "parameter-shift")

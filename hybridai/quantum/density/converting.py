@@ -15,7 +15,7 @@ import dataclasses
 import threading
 from typing import Any
 
-from hybridai.quantum.qiskit.conversion import Converted, _gates, _terms, convert, gate_key
+from hybridai.quantum.qiskit_frontend.conversion import Converted, _gates, _terms, convert, gate_key
 
 
 def structure_key(tape: Any, wires: list) -> tuple[tuple, list[Any]] | None:

@@ -3,7 +3,7 @@
 A gate whose parameters are numbers is a constant PTM (from Qiskit's ``Operator``, so every unitary gate Qiskit
 knows works). A gate with one angle that depends on the circuit's ``Parameter``s (``rz(theta[0] + pi/2)`` after
 transpilation; ``rx``, ``ry``, ``rzz``, ``p``, ``cp``, ``crz``, ... without a device) becomes an
-``Expansion`` in that angle, evaluated in torch for a batch (``hybridai.quantum.qiskit.expressions`` compiles
+``Expansion`` in that angle, evaluated in torch for a batch (``hybridai.quantum.qiskit_frontend.expressions`` compiles
 the angle). Both are cached for Qiskit's standard gates. Anything else is refused by name: resets,
 initialisations, delays, classically controlled or non-unitary instructions, gates with several free angles.
 """
@@ -17,7 +17,7 @@ import numpy as np
 
 from hybridai.core.errors import UnsupportedOperationError
 from hybridai.quantum.density.channels import Expansion, expand, ptm_of_unitary
-from hybridai.quantum.qiskit.expressions import Angle, angle
+from hybridai.quantum.qiskit_frontend.expressions import Angle, angle
 
 ADVICE = "or backend='aer', which runs any Qiskit circuit"
 NOT_SIMULATED = ("reset", "initialize", "delay", "measure", "store", "if_else", "for_loop", "while_loop",

@@ -15,7 +15,7 @@ measured circuits of ``planning``); exact values (``shots=None``) leave them out
 circuits have no measurement), together with readout errors. Errors on ``reset`` would follow a reset, which no
 circuit hybridai runs here contains (``gates`` refuses resets by name). What Aer itself refuses (probabilities
 outside [0, 1], negative rates, non-CPTP channels, ...) is refused when the backend is built
-(``hybridai.quantum.qiskit.noise_checks``).
+(``hybridai.quantum.qiskit_frontend.noise_checks``).
 
 What is refused (``ConfigError`` naming ``noise_model``), rather than approximated: an error on an instruction whose
 qubit count differs from the error's (Aer would put it on the first qubits only), errors on barriers (Aer leaves

@@ -23,7 +23,7 @@ import torch
 
 from hybridai.core.errors import ConfigError, UnsupportedOperationError
 from hybridai.quantum.density.channels import pauli_basis
-from hybridai.quantum.qiskit.channels import RATES, ChannelSpec
+from hybridai.quantum.qiskit_frontend.channels import RATES, ChannelSpec
 
 
 def kraus_channel_ptm(spec: ChannelSpec) -> np.ndarray:

@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from hybridai.quantum.density.channels import Expansion
-from hybridai.quantum.qiskit.channels import ChannelSpec
-from hybridai.quantum.qiskit.expressions import Angle
+from hybridai.quantum.qiskit_frontend.channels import ChannelSpec
+from hybridai.quantum.qiskit_frontend.expressions import Angle
 
 Factor = tuple[str, Any]
 

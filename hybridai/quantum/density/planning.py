@@ -27,8 +27,8 @@ from hybridai.quantum.density.gates import check_simulated, constant_ptm, parame
 from hybridai.quantum.density.noise import Noise
 from hybridai.quantum.density.pennylane_channels import kraus_channel_ptm, reordered
 from hybridai.quantum.density.plan import Block, Factor, Param, Plan, Readout
-from hybridai.quantum.qiskit.channels import ChannelSpec
-from hybridai.quantum.qiskit.conversion import CHANNEL_LABEL
+from hybridai.quantum.qiskit_frontend.channels import ChannelSpec
+from hybridai.quantum.qiskit_frontend.conversion import CHANNEL_LABEL
 
 
 def used_qubits(circuit: Any, observables: list[Any], letters: dict[int, str] | None = None) -> tuple[int, ...]:

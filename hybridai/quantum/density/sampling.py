@@ -6,7 +6,7 @@ on ``measure`` when it has one (``planning``: Aer applies it before the read). T
 group's qubits are the Walsh-Hadamard transform of the state's Z-word coefficients (``p(z) = 2^-L sum_S (-1)^(z.S)
 c_{Z_S}``); each qubit's readout error (rows: the true bit) then maps them to the probabilities of the read bits,
 which is what flipping each sampled bit with the readout probabilities gives. Counts are drawn per parameter set
-with a ``torch.Generator`` (``hybridai.quantum.statevector.sampling.counts``, never the global RNG), and each Pauli
+with a ``torch.Generator`` (``hybridai.quantum.execution.sampling.counts``, never the global RNG), and each Pauli
 label's mean parity over the shots is its estimate.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from hybridai.quantum.density.plan import Plan, Readout
-from hybridai.quantum.statevector.sampling import counts
+from hybridai.quantum.execution.sampling import counts
 
 
 def sampled_readout(plan: Plan, letters: tuple[int, ...], labels: list[str], readouts: list[Any]) -> Readout:

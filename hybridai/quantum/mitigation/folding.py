@@ -22,8 +22,8 @@ import functools
 from typing import Any
 
 from hybridai.core.errors import invalid
-from hybridai.quantum.decomposition import decompose
-from hybridai.quantum.recording import recording
+from hybridai.quantum.circuits.decomposition import decompose
+from hybridai.quantum.circuits.recording import recording
 
 # Gates folded as they are; other operations are decomposed first (templates, Rot, controlled rotations).
 ELEMENTARY = frozenset({
@@ -39,7 +39,7 @@ SCALE_TOLERANCE = 0.1
 
 def elementary_ops(ops: Any) -> list[Any]:
     """``ops`` decomposed until every operation is in ``ELEMENTARY`` or has no decomposition (a noise channel),
-    built without queuing (``hybridai.quantum.decomposition``)."""
+    built without queuing (``hybridai.quantum.circuits.decomposition``)."""
     return decompose(
         ops,
         lambda op: op.name in ELEMENTARY or not op.has_decomposition,

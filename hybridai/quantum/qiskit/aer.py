@@ -12,10 +12,10 @@ import numpy as np
 from hybridai.core.capabilities import QuantumCapabilities
 from hybridai.core.errors import ConfigError, UnsupportedOperationError, invalid, non_negative_int
 from hybridai.core.execution import ExecutionConfig
+from hybridai.quantum.execution.resources import check_state_memory
 from hybridai.quantum.qiskit.executor import QiskitBackend, Tally, column
-from hybridai.quantum.qiskit.fake_devices import fake_backend
-from hybridai.quantum.qiskit.noise_checks import check_noise_model
-from hybridai.quantum.resources import check_state_memory
+from hybridai.quantum.qiskit_frontend.fake_devices import fake_backend
+from hybridai.quantum.qiskit_frontend.noise_checks import check_noise_model
 
 
 def _probability(argument: str, value: Any, accepted: str, given: Any = None) -> float:

@@ -5,7 +5,7 @@ A tape is converted to a parametrised ``QuantumCircuit`` once per circuit struct
 transpiled once per backend; a whole batch, and in training every parameter-shifted copy of
 it, goes out as parameter values broadcast in ONE primitive call (split only when a call
 would exceed ``max_parameter_sets``). Gradients use the two-term parameter-shift rule for
-every gate parameter (``hybridai.quantum.shift_rule``), so they reach the weights AND the inputs.
+every gate parameter (``hybridai.quantum.execution.shift_rule``), so they reach the weights AND the inputs.
 Statistics of each call (circuits, primitive calls, seconds) come back in its ``Execution``.
 
 - ``aer`` (option ``threads``, default 1: Aer's own threads, which oversubscribe a busy machine):
@@ -60,11 +60,11 @@ from hybridai.core.errors import (
     suggest,
 )
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
-from hybridai.quantum.qiskit.conversion import Converted, convert
-from hybridai.quantum.qiskit.fake_devices import fake_names
-from hybridai.quantum.qiskit.noise_checks import warn_if_no_error_lands
+from hybridai.quantum.execution.shift_rule import parameter_shift
 from hybridai.quantum.qiskit.redaction import log, redact
-from hybridai.quantum.shift_rule import parameter_shift
+from hybridai.quantum.qiskit_frontend.conversion import Converted, convert
+from hybridai.quantum.qiskit_frontend.fake_devices import fake_names
+from hybridai.quantum.qiskit_frontend.noise_checks import warn_if_no_error_lands
 
 SHARED_OPTIONS = ("shots", "seed", "retries", "backoff", "timeout", "max_parameter_sets", "optimization_level")
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer back-offs and time-outs are typing mistakes
@@ -96,7 +96,7 @@ class QiskitBackend(QuantumExecutor):
     """Shared machinery of the Qiskit families: conversion, transpilation cache, calls, retries."""
 
     device: Any = None  # the IBM device (or fake device) circuits run on; None: Aer's own simulator
-    # ZNE's folded circuits come with a barrier between folded blocks (hybridai.quantum.execution) and are
+    # ZNE's folded circuits come with a barrier between folded blocks (hybridai.quantum.execution.run) and are
     # transpiled at optimization_level like any other: the scale-factor-1 circuit IS the unmitigated one.
     fold_barriers = True
     shared_options: tuple[str, ...] = SHARED_OPTIONS  # the options of QiskitBackend the family takes
@@ -309,7 +309,7 @@ class QiskitBackend(QuantumExecutor):
         engines = self.capabilities.mitigation_engines
         if config.mitigation is not None and config.mitigation.engine not in engines:
             raise invalid(
-                "mitigation", config.mitigation, f"None here (run it through hybridai.quantum.execution.execute, "
+                "mitigation", config.mitigation, f"None here (run it through hybridai.quantum.execution.run.execute, "
                 f"which applies ZNE around {self.name!r}), or an engine in {engines}",
             )  # fmt: skip
 

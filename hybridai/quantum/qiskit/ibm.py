@@ -17,10 +17,10 @@ from hybridai.core.errors import (
 )
 from hybridai.core.execution import ExecutionConfig
 from hybridai.core.redaction import is_secret_name
+from hybridai.quantum.execution.resources import check_state_memory
 from hybridai.quantum.qiskit.executor import QiskitBackend, Tally, column
-from hybridai.quantum.qiskit.fake_devices import fake_backend
 from hybridai.quantum.qiskit.redaction import redact, redact_logs, remember_account
-from hybridai.quantum.resources import check_state_memory
+from hybridai.quantum.qiskit_frontend.fake_devices import fake_backend
 
 ACCOUNT_HELP = (
     "save an account with qiskit_ibm_runtime.QiskitRuntimeService.save_account(...) or set the environment "

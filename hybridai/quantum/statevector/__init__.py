@@ -1,0 +1,3 @@
+"""Executor ``statevector``: exact batched state vectors in torch, with backprop, adjoint and parameter-shift
+gradients (``backend``); gate matrices (``gates``) and their application (``elementwise``, ``blocks``, ``rotations``),
+planned once per circuit structure (``planning``), measured (``measurement``)."""

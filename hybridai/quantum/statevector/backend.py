@@ -37,8 +37,8 @@ from hybridai.core.errors import (
     optional_int,
 )
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
-from hybridai.quantum.resources import memory_limit
-from hybridai.quantum.shift_rule import parameter_shift
+from hybridai.quantum.execution.resources import memory_limit
+from hybridai.quantum.execution.shift_rule import parameter_shift
 from hybridai.quantum.statevector.adjoint import ADJOINT_STATES, run_adjoint
 from hybridai.quantum.statevector.gates import SUGGESTION, Converter
 from hybridai.quantum.statevector.measurement import Measurement, measure_exact, measure_sampled

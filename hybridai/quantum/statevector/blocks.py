@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from hybridai.quantum.statevector.elementwise import apply_permutation, apply_single, apply_single_, single_gradient
 from hybridai.quantum.statevector.gates import Step
-from hybridai.quantum.statevector.kernels import apply_permutation, apply_single, apply_single_, single_gradient
 from hybridai.quantum.statevector.planning import apply_matrix, bit_positions
 
 Grads = dict[int, torch.Tensor]

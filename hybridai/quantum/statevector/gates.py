@@ -24,9 +24,8 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import UnsupportedOperationError
-from hybridai.quantum.decomposition import controlled_rotations, walk
-from hybridai.quantum.pennylane import pauli_measure_route
-from hybridai.quantum.tape_structure import hyperparameters_key
+from hybridai.quantum.circuits.decomposition import controlled_rotations, pauli_measure_route, walk
+from hybridai.quantum.circuits.tape_structure import hyperparameters_key
 
 MAX_DENSE_WIRES = 3
 SKIPPED = {"Identity", "Barrier", "Snapshot", "WireCut"}
@@ -174,7 +173,7 @@ class Converter:
         return exact_tensor(x, self.device).to(self.cdtype)
 
     def convert(self, operations: list[Any]) -> list[Step]:
-        """The steps of ``operations``, decomposed where no step applies them (``hybridai.quantum.decomposition``;
+        """The steps of ``operations``, decomposed where no step applies them (``circuits.decomposition``;
         decompositions and matrices built under hybridai's PennyLane lock)."""
         steps: list[Step] = []
         taken = [0]  # operations taken so far: a state preparation is a first step only before any other

@@ -13,11 +13,11 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import UnsupportedOperationError
-from hybridai.quantum.hermiticity import check_hermitian
-from hybridai.quantum.recording import recording
+from hybridai.quantum.circuits.hermiticity import check_hermitian
+from hybridai.quantum.circuits.recording import recording
+from hybridai.quantum.execution.sampling import counts
 from hybridai.quantum.statevector.gates import SUGGESTION, Converter, exact_tensor
 from hybridai.quantum.statevector.planning import apply_matrix, bit_positions
-from hybridai.quantum.statevector.sampling import counts
 
 LETTERS = {"X", "Y", "Z", "I"}
 

@@ -4,7 +4,7 @@
 enters through ONE gate with the two-term rule (PennyLane ``parameter_frequencies == [(1,)]``: RX, RY,
 RZ, PhaseShift, IsingXX/YY/ZZ, MultiRZ, PauliRot ...; other gates are decomposed), each parameter a
 scalar or a ``[B]`` column. ``stacked_operations`` binds ``S`` parameter sets of the ``B`` samples
-(``[S, B, P]``, as ``hybridai.quantum.shift_rule`` asks for them) as ONE broadcast batch of ``S * B``
+(``[S, B, P]``, as ``hybridai.quantum.execution.shift_rule`` asks for them) as ONE broadcast batch of ``S * B``
 circuits; operations without a shifted parameter are repeated ``S`` times along their batch. The
 backend runs that batch once (exact, or sampled with shots) and ``shift_rule.parameter_shift`` turns
 the ``S`` answers into values and gradients.
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from hybridai.quantum.decomposition import walk
-from hybridai.quantum.recording import recording
+from hybridai.quantum.circuits.decomposition import walk
+from hybridai.quantum.circuits.recording import recording
 from hybridai.quantum.statevector.gates import SUGGESTION
 
 

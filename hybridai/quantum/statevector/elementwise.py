@@ -1,4 +1,4 @@
-"""Gate kernels that do not hinge on a BLAS's complex matrix product.
+"""Gates applied elementwise, without a BLAS's complex matrix product.
 
 ``apply_single(psi, n, wire, m)``: a 2x2 matrix (or one per sample, ``[B, 2, 2]``) on one wire of
 ``psi [B, 2^n]`` as four elementwise products on the two halves ``[B, left, right]`` of the state

@@ -25,9 +25,9 @@ import torch
 from hybridai.core.contracts import QuantumExecutor
 from hybridai.core.errors import invalid
 from hybridai.core.execution import Execution, ExecutionConfig
+from hybridai.quantum.execution.result_check import check_execution
 from hybridai.quantum.mitigation.folding import fold_tape
 from hybridai.quantum.mitigation.zne import ZNE, ZNEResult
-from hybridai.quantum.returned import check_execution
 
 
 def execute(executor: QuantumExecutor, tapes: Any, config: ExecutionConfig) -> Execution:

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from hybridai.core.errors import ConfigError, invalid
-from hybridai.quantum.resources import memory_limit
+from hybridai.quantum.execution.resources import memory_limit
 
 WORK_PER_ENTRY = 4  # temporaries per entry of a block: the product (2 for the fidelity kernel), squares, sum
 DEFAULT_MAX_MEMORY = 2 * 2**30  # bytes of working memory per kernel call, unless the device has less

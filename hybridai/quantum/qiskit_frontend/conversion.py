@@ -17,12 +17,11 @@ import numpy as np
 import torch
 
 from hybridai.core.errors import UnsupportedOperationError
-from hybridai.quantum.decomposition import controlled_rotations, walk
-from hybridai.quantum.hermiticity import check_hermitian
+from hybridai.quantum.circuits.decomposition import controlled_rotations, pauli_measure_route, walk
+from hybridai.quantum.circuits.hermiticity import check_hermitian
+from hybridai.quantum.circuits.recording import recording
 from hybridai.quantum.mitigation.folding import is_fold_barrier
-from hybridai.quantum.pennylane import pauli_measure_route
-from hybridai.quantum.qiskit.channels import spec_of
-from hybridai.quantum.recording import recording
+from hybridai.quantum.qiskit_frontend.channels import spec_of
 
 FIXED = {
     "Hadamard": "h", "PauliX": "x", "PauliY": "y", "PauliZ": "z", "S": "s", "T": "t", "SX": "sx",
@@ -111,7 +110,7 @@ def convert(tape: Any, wires: list) -> Converted:
 
 
 def _gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], list[Any]]:
-    """Qiskit gates for PennyLane ``operations`` (decomposed where needed, ``hybridai.quantum.decomposition``)
+    """Qiskit gates for PennyLane ``operations`` (decomposed where needed, ``hybridai.quantum.circuits.decomposition``)
     and one torch parameter per parametric gate."""
     import pennylane as qml
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from hybridai.core.errors import UnsupportedOperationError
-from hybridai.quantum.recording import recording
+from hybridai.quantum.circuits.recording import recording
 
 MAX_DEPTH = 12  # levels of decomposition below an operation of the tape (templates nest a few levels)
 
@@ -104,3 +104,15 @@ def _controlled(name: str, angle: Any, controls: list[Any], target: Any) -> list
     rotation = getattr(qml, name)
     return [rotation(angle / 2, wires=target), qml.MultiControlledX(wires=[*controls, target]),
             rotation(-angle / 2, wires=target), qml.MultiControlledX(wires=[*controls, target])]  # fmt: skip
+
+
+def pauli_measure_route(op: Any) -> str:
+    """Why ``qml.pauli_measure`` (``op``, a ``PauliMeasure``) cannot run, and the route that does: no PennyLane
+    simulator applies it (it has no decomposition), so every backend refuses it with this text."""
+    word = op.hyperparameters.get("pauli_word", "")
+    return (
+        f"{op.name}({word!r}, wires={list(op.wires)}) (qml.pauli_measure) has no decomposition and no PennyLane "
+        "simulator applies it; accepted: the same measurement on an ancilla wire a (n_qubits + 1): qml.Hadamard(a), "
+        "qml.ctrl(P, control=a) for each Pauli P of the word, qml.Hadamard(a), m = qml.measure(a, reset=True), on "
+        "backend='pennylane:default.qubit'"
+    )

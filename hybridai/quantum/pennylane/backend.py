@@ -12,12 +12,13 @@ all parts go out in ONE ``qml.execute`` call.
 
 One backend object serves many layers and threads: devices are cached per register and every call
 into a device holds that device's lock (some devices, lightning for one, keep their state between
-calls), and PennyLane itself runs under hybridai's PennyLane lock (``hybridai.quantum.recording``: its
+calls), and PennyLane itself runs under hybridai's PennyLane lock (``hybridai.quantum.circuits.recording``: its
 transforms build operations in a process-wide queue). A seeded call runs on a fresh device seeded for
 it, so the same seed gives the same samples on every call and in every thread.
 
 ``device=`` (what a PennyLane device object with transforms, ``qml.noise.insert(dev, ...)`` or
-``qml.noise.add_noise(dev, ...)``, becomes: ``hybridai.quantum.device_recipes``) runs every tape on a copy of that
+``qml.noise.add_noise(dev, ...)``, becomes: ``hybridai.quantum.pennylane.device_recipes``) runs every tape on a copy
+of that
 device, so that its own preprocessing, noise insertion included, applies; other ``qml.device`` options are then
 refused (they are the device's own). Unseeded calls share one copy, whose random generator advances from call
 to call as the user's device would; a seeded call runs on a fresh copy seeded for it. Such a device is never
@@ -58,11 +59,12 @@ from hybridai.core.errors import (
     suggest,
 )
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
-from hybridai.quantum.device_recipes import DeviceRecipe, as_recipe
-from hybridai.quantum.hermiticity import check_hermitian
-from hybridai.quantum.recording import lock as recording_lock
-from hybridai.quantum.recording import recording
-from hybridai.quantum.resources import check_state_memory
+from hybridai.quantum.circuits.decomposition import pauli_measure_route
+from hybridai.quantum.circuits.hermiticity import check_hermitian
+from hybridai.quantum.circuits.recording import lock as recording_lock
+from hybridai.quantum.circuits.recording import recording
+from hybridai.quantum.execution.resources import check_state_memory
+from hybridai.quantum.pennylane.device_recipes import DeviceRecipe, as_recipe
 
 GRADIENT_RULES = ("parameter-shift", "finite-diff")  # work on every device
 MIXED_STATE_DEVICES = ("default.mixed", "default.qutrit.mixed")
@@ -168,18 +170,6 @@ def _deferred_wires(tapes: list[Any], wires: tuple) -> tuple:
         return ()
     start = max((w for w in (*wires, *(w for t in tapes for w in t.wires)) if isinstance(w, int)), default=-1) + 1
     return tuple(range(start, start + count))
-
-
-def pauli_measure_route(op: Any) -> str:
-    """Why ``qml.pauli_measure`` (``op``, a ``PauliMeasure``) cannot run, and the route that does: no PennyLane
-    simulator applies it (it has no decomposition), so every backend refuses it with this text."""
-    word = op.hyperparameters.get("pauli_word", "")
-    return (
-        f"{op.name}({word!r}, wires={list(op.wires)}) (qml.pauli_measure) has no decomposition and no PennyLane "
-        "simulator applies it; accepted: the same measurement on an ancilla wire a (n_qubits + 1): qml.Hadamard(a), "
-        "qml.ctrl(P, control=a) for each Pauli P of the word, qml.Hadamard(a), m = qml.measure(a, reset=True), on "
-        "backend='pennylane:default.qubit'"
-    )
 
 
 def _postselection_route(tapes: list[Any], name: str) -> UnsupportedOperationError:
@@ -364,7 +354,7 @@ class PennyLaneBackend(QuantumExecutor):
         )
 
     def native_operations(self, tape: Any) -> list[Any] | None:
-        """The operations zero-noise folding folds (``hybridai.quantum.execution``): with ``device=``, the gates its
+        """The operations zero-noise folding folds (``hybridai.quantum.execution.run``): with ``device=``, the gates its
         noise meets (``DeviceRecipe.native_operations``); None (hybridai's elementary gates) otherwise."""
         return None if self.recipe is None else self.recipe.native_operations(tape)
 
@@ -394,7 +384,7 @@ class PennyLaneBackend(QuantumExecutor):
         tapes = list(tapes)
         if config.mitigation is not None:
             raise invalid("mitigation", config.mitigation, f"None here: {self.name!r} runs ZNE through "
-                          "hybridai.quantum.execution.execute")  # fmt: skip
+                          "hybridai.quantum.execution.run.execute")  # fmt: skip
         shots = config.shots or self.shots
         if shots is not None:
             tapes = [t.copy(shots=shots) if config.shots or not t.shots else t for t in tapes]

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from hybridai.core.errors import ConfigError, suggest
-from hybridai.quantum.recording import recording
+from hybridai.quantum.circuits.recording import recording
 
 
 def draw_accepted() -> list[str]:

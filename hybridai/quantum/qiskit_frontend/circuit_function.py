@@ -25,8 +25,8 @@ import torch
 from torch import nn
 
 from hybridai.core.errors import invalid
-from hybridai.quantum.qiskit.from_circuit import PLGate, apply, read_circuit
-from hybridai.quantum.qiskit.observables import Terms, expectations, read_observables
+from hybridai.quantum.qiskit_frontend.from_circuit import PLGate, apply, read_circuit
+from hybridai.quantum.qiskit_frontend.observables import Terms, expectations, read_observables
 
 WEIGHTS = "weights"  # the one trainable tensor of a circuit's weight_params / training_params
 

@@ -27,8 +27,8 @@ from typing import Any
 import torch
 
 from hybridai.core.errors import invalid
-from hybridai.quantum.tape_structure import broadcast, set_broadcast, structure
-from hybridai.quantum.unsafe_rebinding import unsafe_recorded
+from hybridai.quantum.circuits.tape_structure import broadcast, set_broadcast, structure
+from hybridai.quantum.circuits.unsafe_rebinding import unsafe_recorded
 
 MODES = (True, False, "unsafe")
 ACCEPTED = (

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from hybridai.core.errors import UnsupportedOperationError
-from hybridai.quantum.recording import recording
+from hybridai.quantum.circuits.recording import recording
 
 
 def check_hermitian(obs: Any, backend: str) -> None:

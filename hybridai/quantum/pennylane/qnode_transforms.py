@@ -13,7 +13,7 @@ They are part of the user's circuit, so they apply on every backend, ``backend=`
   need the QNode's arguments), informative and final ones (their result is not the circuit's measurements), and
   compiler passes without a tape transform.
 
-Pickled by reference (``hybridai.quantum.transform_pickling``), so ``torch.save(model)`` keeps them.
+Pickled by reference (``hybridai.quantum.pennylane.transform_pickling``), so ``torch.save(model)`` keeps them.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from hybridai.core.errors import ConfigError
-from hybridai.quantum.recording import recording
-from hybridai.quantum.transform_pickling import TransformReference, check_picklable, transform_name
+from hybridai.quantum.circuits.recording import recording
+from hybridai.quantum.pennylane.transform_pickling import TransformReference, check_picklable, transform_name
 
 
 def _pipeline(qnode: Any) -> Any:
@@ -138,7 +138,7 @@ def qnode_transforms(qfunc: Any, role: str, backend: Any = None) -> QNodeTransfo
         return None
     pipeline = _pipeline(qfunc)
     if backend is not None and backend is not qfunc.device:
-        from hybridai.quantum.device_recipes import NOISE_TRANSFORMS, transform_chain
+        from hybridai.quantum.pennylane.device_recipes import NOISE_TRANSFORMS, transform_chain
 
         base, steps = transform_chain(qfunc.device)
         if any(transform_name(t) in NOISE_TRANSFORMS for t, _, _ in steps):

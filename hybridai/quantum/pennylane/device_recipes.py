@@ -13,7 +13,7 @@ circuits its own way: hybridai maps it to ``"pennylane:<name>"`` with ``device=D
   decomposition), the gates zero-noise folding must fold so that each fold adds the noise of one gate, as
   ``qml.noise.mitigate_with_zne`` on the same device does (hybridai's own elementary gates are finer: ``Rot`` is
   one noisy gate on ``default.mixed``, three once decomposed, and the noise would not scale with the factor).
-- Pickled as its base device and its transforms by reference (``hybridai.quantum.transform_pickling``); deep
+- Pickled as its base device and its transforms by reference (``hybridai.quantum.pennylane.transform_pickling``); deep
   copies copy the device.
 """
 
@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from hybridai.core.errors import ConfigError
-from hybridai.quantum.recording import recording
-from hybridai.quantum.transform_pickling import TransformReference, check_picklable, transform_name
+from hybridai.quantum.circuits.recording import recording
+from hybridai.quantum.pennylane.transform_pickling import TransformReference, check_picklable, transform_name
 
 NOISE_TRANSFORMS = ("insert", "add_noise")  # device transforms that add noise channels to every circuit
 

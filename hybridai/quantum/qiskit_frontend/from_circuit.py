@@ -1,7 +1,7 @@
 """Qiskit ``QuantumCircuit`` -> PennyLane operations (the way in; ``conversion`` is the way out).
 
 ``read_circuit(circuit)`` reads a parametrised circuit ONCE into a list of ``PLGate``s: PennyLane operation
-names, wires and ``Angle``s (``hybridai.quantum.qiskit.expressions``). ``apply(gates, values)`` builds their
+names, wires and ``Angle``s (``hybridai.quantum.qiskit_frontend.expressions``). ``apply(gates, values)`` builds their
 PennyLane operations for ``{parameter name: tensor}`` inside a recording (a ``QuantumLayer`` records its
 ``qfunc`` so), so every backend runs the circuit as it runs any PennyLane quantum function.
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hybridai.core.errors import ConfigError
-from hybridai.quantum.qiskit.expressions import Angle, angle
+from hybridai.quantum.qiskit_frontend.expressions import Angle, angle
 
 # Qiskit standard gate name -> PennyLane operation (the same matrix, wires in Qiskit's qubit order)
 GATES = {

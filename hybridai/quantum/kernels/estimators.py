@@ -21,7 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from hybridai.core.errors import ShapeError, invalid
-from hybridai.quantum.kernel import DEFAULT_MAX_QUBITS, IQPFeatureMap, QuantumKernel
+from hybridai.quantum.kernels.quantum_kernel import DEFAULT_MAX_QUBITS, IQPFeatureMap, QuantumKernel
 
 
 class _QuantumKernelEstimator(BaseEstimator):

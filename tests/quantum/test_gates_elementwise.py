@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
+from hybridai.quantum.statevector.elementwise import apply_permutation, apply_single, single_gradient
 from hybridai.quantum.statevector.gates import constant_gate
-from hybridai.quantum.statevector.kernels import apply_permutation, apply_single, single_gradient
 from hybridai.quantum.statevector.planning import apply_matrix
 
 N, B = 5, 3

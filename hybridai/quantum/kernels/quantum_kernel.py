@@ -44,18 +44,25 @@ from hybridai.core.errors import (
     positive_int,
 )
 from hybridai.core.precision import keeps_precision, quantum_dtype
-from hybridai.quantum.drawing import draw_tape
-from hybridai.quantum.execution import check_mitigation
+from hybridai.quantum.circuits.drawing import draw_tape
+from hybridai.quantum.circuits.rebinding import Rebinding
+from hybridai.quantum.circuits.recording import recording
+from hybridai.quantum.circuits.weights import WeightInit, check_weight_shapes, register_weights
+from hybridai.quantum.execution.run import check_mitigation
 from hybridai.quantum.framework_objects import adopt_circuit, adopt_qnode_diff_method
-from hybridai.quantum.gram import block_rows, check_max_memory, fidelity_block, fidelity_features, gram, projected_block
-from hybridai.quantum.kernel_matrices import target_alignment
+from hybridai.quantum.kernels.gram_blocks import (
+    block_rows,
+    check_max_memory,
+    fidelity_block,
+    fidelity_features,
+    gram,
+    projected_block,
+)
+from hybridai.quantum.kernels.matrices import target_alignment
 from hybridai.quantum.mitigation.folding import inverse
 from hybridai.quantum.module import QuantumModule, check_finite
-from hybridai.quantum.qiskit.circuit_function import adopt_kernel_circuit
-from hybridai.quantum.qnode_transforms import qnode_transforms
-from hybridai.quantum.rebinding import Rebinding
-from hybridai.quantum.recording import recording
-from hybridai.quantum.weights import WeightInit, check_weight_shapes, register_weights
+from hybridai.quantum.pennylane.qnode_transforms import qnode_transforms
+from hybridai.quantum.qiskit_frontend.circuit_function import adopt_kernel_circuit
 
 KINDS = ("fidelity", "projected")
 METHODS = ("auto", "statevector", "compute-uncompute")
@@ -125,9 +132,10 @@ class QuantumKernel(QuantumModule):
             ``x`` is a batch ``[N, F]``, index features as ``x[..., i]`` so batches broadcast. A
             ``qml.QNode`` of one gives its function, its device (the backend unless ``backend`` is given)
             and its ``diff_method`` (used when ``diff_method`` is ``"best"`` and the backend accepts it); its
-            transforms rewrite the feature map (``hybridai.quantum.qnode_transforms``), or are refused by name.
+            transforms rewrite the feature map (``hybridai.quantum.pennylane.qnode_transforms``), or are refused by
+            name.
             Or a Qiskit ``QuantumCircuit`` as ``FidelityQuantumKernel(feature_map=circuit)`` takes it: the features
-            bound to ``circuit.parameters`` in Qiskit's order (``hybridai.quantum.qiskit.circuit_function``).
+            bound to ``circuit.parameters`` in Qiskit's order (``hybridai.quantum.qiskit_frontend.circuit_function``).
         n_qubits: number of wires, labelled ``0 .. n_qubits-1``; at most the backend's ``max_qubits``. Required
             for a quantum function; a Qiskit circuit gives its own.
         weight_shapes: ``{name: shape}`` of trainable parameters passed to ``feature_map`` (default none).
@@ -145,11 +153,11 @@ class QuantumKernel(QuantumModule):
         n_features: expected input width F; checked on every call when given.
         block_size: at most this many rows of the Gram matrix per block (default 2048), and pairs per tape
             of the compute-uncompute method.
-        gram_memory: bytes of working memory for one block of the Gram matrix (``hybridai.quantum.gram``;
+        gram_memory: bytes of working memory for one block of the Gram matrix (``hybridai.quantum.kernels.gram_blocks``;
             default the smaller of 2 GiB and half the free memory); blocks shrink to fit it. The N x M
             result itself is not counted (N * M * 8 bytes in float64).
         progress: show a tqdm bar over blocks; ``None`` (default) shows it when there is more than one block.
-        rebind: as for ``QuantumLayer`` (``hybridai.quantum.rebinding``): ``True`` (default) records
+        rebind: as for ``QuantumLayer`` (``hybridai.quantum.circuits.rebinding``): ``True`` (default) records
             ``feature_map`` on every call and reuses only what the recorded structure decides; ``False`` reuses
             nothing; ``"unsafe"`` stops running ``feature_map`` once two recordings per shape, dtype and device of
             ``x`` and of every parameter agree, WRONG for a feature map that reads a value or outside state.
