@@ -6,7 +6,7 @@ import torch
 
 from hybridai.quantum.statevector.elementwise import apply_permutation, apply_single, single_gradient
 from hybridai.quantum.statevector.gates import constant_gate
-from hybridai.quantum.statevector.planning import apply_matrix
+from hybridai.quantum.statevector.primitives import apply_matrix
 
 N, B = 5, 3
 

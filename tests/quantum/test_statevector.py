@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hybridai import QuantumLayer, backends
 from hybridai.core.errors import BackendUnavailableError, ConfigError, ResourceLimitError, UnsupportedOperationError
 from hybridai.core.execution import ExecutionConfig
-from hybridai.quantum.statevector.planning import Plan
+from hybridai.quantum.statevector.plan import Plan
 
 TOL = {"complex128": 1e-10, "complex64": 1e-5}
 

@@ -5,7 +5,8 @@ import pennylane as qml
 import pytest
 import torch
 
-from hybridai.quantum.statevector.planning import Plan, outer_rows
+from hybridai.quantum.statevector.plan import Plan
+from hybridai.quantum.statevector.primitives import outer_rows
 from tests.quantum.test_statevector import check
 
 

@@ -34,7 +34,7 @@ from hybridai.core.errors import (
 from hybridai.core.execution import Execution, ExecutionConfig
 from hybridai.quantum import target_alignment
 from hybridai.quantum.qiskit.executor import Tally
-from hybridai.quantum.statevector import planning
+from hybridai.quantum.statevector.plan import Plan
 from tests.robustness.refusals import refusal
 
 NAN = float("nan")
@@ -308,7 +308,7 @@ def test_the_memory_guard_refuses_24_qubits_before_planning(diff_method, monkeyp
     def planned(*args, **kwargs):
         raise AssertionError("the 24-qubit plan was built (seconds and GiB) before the memory guard refused it")
 
-    monkeypatch.setattr(planning.Plan, "__init__", planned)
+    monkeypatch.setattr(Plan, "__init__", planned)
     layer = QuantumLayer(wide, 24, {"weights": (1, 24)}, diff_method=diff_method, max_memory=2**30)
     with pytest.raises(ResourceLimitError, match=r"n_qubits=24.*max_memory=1 GiB.*accepted"):
         layer(torch.zeros(1, 24))

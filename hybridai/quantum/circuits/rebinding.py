@@ -9,7 +9,7 @@ small one. Three modes:
   operation's class, wires, hyperparameters and parameter shapes, every measurement's class and wires): the
   checks of the tape (wires, measurements) and PennyLane's broadcast sizes of its operations, looked up by the
   structure of this very recording. The executor's plan is cached by the executor, per structure of the steps it
-  converts this recording into (``statevector.planning``). Results equal ``rebind=False`` on every call.
+  converts this recording into (``statevector.plan``). Results equal ``rebind=False`` on every call.
 * ``rebind=False``: recorded on every call, nothing reused.
 * ``rebind="unsafe"``: ``qfunc`` is NOT run again once two recordings of the same argument shapes agree; new
   tensors are put into the recorded circuit (``unsafe_rebinding``). UNSAFE for a ``qfunc`` that reads a value or

@@ -26,7 +26,7 @@ import torch
 
 from hybridai.quantum.statevector.blocks import Permutation, Single, Workspace, apply_part, parts
 from hybridai.quantum.statevector.gates import Step
-from hybridai.quantum.statevector.planning import MIN_STATES, check_size
+from hybridai.quantum.statevector.memory import MIN_STATES, check_size
 from hybridai.quantum.statevector.rotations import Product, Rotation, one_wire
 
 ADJOINT_STATES = 8  # states counted for the memory check: state, lam, buffers, the measurements' backward

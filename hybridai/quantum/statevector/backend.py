@@ -42,7 +42,8 @@ from hybridai.quantum.execution.shift_rule import parameter_shift
 from hybridai.quantum.statevector.adjoint import ADJOINT_STATES, run_adjoint
 from hybridai.quantum.statevector.gates import SUGGESTION, Converter
 from hybridai.quantum.statevector.measurement import Measurement, measure_exact, measure_sampled
-from hybridai.quantum.statevector.planning import MIN_STATES, Plan, check_memory, check_size, initial_steps
+from hybridai.quantum.statevector.memory import MIN_STATES, check_memory, check_size
+from hybridai.quantum.statevector.plan import Plan, initial_steps
 from hybridai.quantum.statevector.shifts import flatten_results, shift_form, split_columns, stacked_operations
 
 DTYPES = {"complex128": torch.complex128, "complex64": torch.complex64}

@@ -21,7 +21,7 @@ import torch
 
 from hybridai.quantum.statevector.elementwise import apply_permutation, apply_single, apply_single_, single_gradient
 from hybridai.quantum.statevector.gates import Step
-from hybridai.quantum.statevector.planning import apply_matrix, bit_positions
+from hybridai.quantum.statevector.primitives import apply_matrix, bit_positions
 
 Grads = dict[int, torch.Tensor]
 

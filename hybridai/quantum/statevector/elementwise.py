@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hybridai.quantum.statevector.planning import bit_positions, replace_bits
+from hybridai.quantum.statevector.primitives import bit_positions, replace_bits
 
 
 def _halves(psi: torch.Tensor, n: int, wire: int) -> torch.Tensor:

@@ -17,7 +17,7 @@ from hybridai.quantum.circuits.hermiticity import check_hermitian
 from hybridai.quantum.circuits.recording import recording
 from hybridai.quantum.execution.sampling import counts
 from hybridai.quantum.statevector.gates import SUGGESTION, Converter, exact_tensor
-from hybridai.quantum.statevector.planning import apply_matrix, bit_positions
+from hybridai.quantum.statevector.primitives import apply_matrix, bit_positions
 
 LETTERS = {"X", "Y", "Z", "I"}
 

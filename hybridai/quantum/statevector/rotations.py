@@ -22,7 +22,7 @@ import torch
 
 from hybridai.quantum.statevector.blocks import Grads, Workspace, differentiable
 from hybridai.quantum.statevector.gates import Step
-from hybridai.quantum.statevector.planning import KRON_CHUNK, kron
+from hybridai.quantum.statevector.primitives import KRON_CHUNK, kron
 
 
 def one_wire(step: Step) -> bool:
