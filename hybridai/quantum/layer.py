@@ -30,15 +30,11 @@ from typing import Any
 
 import torch
 
-from hybridai.core.errors import SHOTS_MAX, ConfigError, ShapeError, invalid, positive_int
+from hybridai.core.errors import ConfigError, ShapeError, invalid, positive_int
 from hybridai.core.precision import keeps_precision, quantum_dtype
 from hybridai.quantum.circuits.drawing import draw_tape
-from hybridai.quantum.circuits.rebinding import Rebinding
-from hybridai.quantum.circuits.weights import WeightInit, check_weight_shapes, register_weights, takes_inputs
-from hybridai.quantum.execution.run import check_mitigation
-from hybridai.quantum.framework_objects import adopt_circuit, adopt_qnode_diff_method
+from hybridai.quantum.circuits.weights import WeightInit, takes_inputs
 from hybridai.quantum.module import QuantumModule, check_finite
-from hybridai.quantum.pennylane.qnode_transforms import qnode_transforms
 from hybridai.quantum.qiskit_frontend.circuit_function import adopt_layer_circuit, torch_connector_init
 
 MEASUREMENTS = ("ExpectationMP", "VarianceMP", "ProbabilityMP")
@@ -96,6 +92,11 @@ class QuantumLayer(QuantumModule):
             device or Qiskit backend object implies.
     """
 
+    qfunc: Callable[..., Any]
+    takes_inputs: bool  # whether qfunc's first argument receives the inputs (else: a circuit without inputs)
+    n_inputs: int | None  # the input width, learnt from the first batch when not given
+    n_outputs: int | None  # the output width, known after the first call
+
     def __init__(
         self,
         qfunc: Callable[..., Any],
@@ -120,31 +121,22 @@ class QuantumLayer(QuantumModule):
         if circuit is not None:  # a Qiskit circuit, as EstimatorQNN + TorchConnector take it
             qfunc, n_qubits, weight_shapes, n_inputs = circuit
             init = torch_connector_init if init is None else init
-        self.n_qubits = positive_int("n_qubits", n_qubits)
-        self._rebinding = Rebinding(rebind)
-        self.qnode_transforms = qnode_transforms(qfunc, "qfunc", backend)  # applied in run
-        qfunc, backend, backend_options, qnode_method = adopt_circuit(
-            qfunc, "qfunc", backend, self.n_qubits, backend_options
-        )
-        if not callable(qfunc):
-            raise invalid("qfunc", qfunc, "a PennyLane quantum function qfunc(inputs, **weights) or a QNode")
-        self.qfunc = qfunc
-        self.shots = None if shots is None else positive_int("shots", shots, SHOTS_MAX)
-        weight_shapes = {} if weight_shapes is None else weight_shapes
-        self.takes_inputs = takes_inputs(qfunc, weight_shapes)
-        self.n_inputs = None if n_inputs is None else positive_int("n_inputs", n_inputs)
-        if self.n_inputs is not None and not self.takes_inputs:
-            raise invalid("n_inputs", n_inputs, "None: qfunc takes no inputs (its arguments are the weights)")
-        self.n_outputs: int | None = None
-        self.weight_shapes = check_weight_shapes(self, qfunc, weight_shapes, "qfunc", inputs=self.takes_inputs)
-        register_weights(self, self.weight_shapes, init)
-        self.set_backend(self.default_backend if backend is None else backend, **backend_options)
-        accepted = self.resolved_backend.capabilities.diff_methods
-        diff_method = adopt_qnode_diff_method(diff_method, qnode_method, accepted, "qfunc", self.backend)
-        if diff_method not in accepted:
-            raise invalid("diff_method", diff_method, f"one of {accepted} on backend {self.backend!r}")
-        self.diff_method = diff_method
-        self.mitigation = check_mitigation(self.resolved_backend, mitigation)
+        shapes = {} if weight_shapes is None else weight_shapes
+
+        def own(qfunc: Callable[..., Any]) -> bool:
+            self.qfunc = qfunc
+            self.takes_inputs = takes_inputs(qfunc, shapes)
+            self.n_inputs = None if n_inputs is None else positive_int("n_inputs", n_inputs)
+            if self.n_inputs is not None and not self.takes_inputs:
+                raise invalid("n_inputs", n_inputs, "None: qfunc takes no inputs (its arguments are the weights)")
+            self.n_outputs = None
+            return self.takes_inputs
+
+        self.construct(
+            qfunc, "qfunc", "a PennyLane quantum function qfunc(inputs, **weights) or a QNode", own,
+            n_qubits=n_qubits, weight_shapes=shapes, init=init, backend=backend, backend_options=backend_options,
+            shots=shots, diff_method=diff_method, mitigation=mitigation, rebind=rebind,
+        )  # fmt: skip
 
     def _check_inputs(self, inputs: Any, argument: str = "inputs") -> torch.Tensor:
         if not torch.is_tensor(inputs):

@@ -6,19 +6,22 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import torch
 
 from hybridai.core.contracts import QuantumExecutor
-from hybridai.core.errors import ConfigError, HybridAIError, ShapeError, invalid
+from hybridai.core.errors import SHOTS_MAX, ConfigError, HybridAIError, ShapeError, invalid, positive_int
 from hybridai.core.execution import Execution, ExecutionConfig
 from hybridai.core.module import HybridModule
 from hybridai.quantum.circuits.batch_axis import BatchAxisWatch
+from hybridai.quantum.circuits.rebinding import Rebinding
 from hybridai.quantum.circuits.recording import record
-from hybridai.quantum.execution.run import execute
-from hybridai.quantum.framework_objects import backend_spec
+from hybridai.quantum.circuits.weights import WeightInit, check_weight_shapes, register_weights
+from hybridai.quantum.execution.run import check_mitigation, execute
+from hybridai.quantum.framework_objects import adopt_circuit, adopt_qnode_diff_method, backend_spec
+from hybridai.quantum.pennylane.qnode_transforms import qnode_transforms
 
 # What a circuit function raises when the inputs or weights do not fit it (a feature index out of
 # range, a template's weight shape, broadcast sizes, wires): reported as a ShapeError with a hint.
@@ -53,21 +56,64 @@ def _first_argument(function: Callable[..., Any]) -> str:
 
 
 class QuantumModule(HybridModule):
-    """A HybridModule of the quantum domain; subclasses set ``n_qubits``, ``weight_shapes``, ``shots``,
-    ``diff_method`` and ``mitigation`` and call ``run``."""
+    """A HybridModule of the quantum domain; subclasses call ``construct`` in their constructor (it sets
+    ``n_qubits``, ``weight_shapes``, ``shots``, ``diff_method`` and ``mitigation``) and ``run``."""
 
     domain = "quantum"
     default_backend = "statevector"
     last_execution: Execution | None = None
-    qnode_transforms: Any = (
-        None  # a QNode's own transforms (hybridai.quantum.pennylane.qnode_transforms), set by subclasses
-    )
-    # set by subclasses in their constructor
+    # set by ``construct``
+    qnode_transforms: Any = None  # a QNode's own transforms (hybridai.quantum.pennylane.qnode_transforms)
     n_qubits: int
     weight_shapes: dict[str, tuple[int, ...]]
     shots: int | None
     diff_method: str
     mitigation: Any  # a ZNE, or None
+    _rebinding: Rebinding  # what is reused between recordings of the circuit function (``rebind=``)
+
+    def construct(
+        self,
+        function: Any,
+        role: str,
+        accepted: str,
+        own: Callable[[Callable[..., Any]], bool],
+        *,
+        n_qubits: Any,
+        weight_shapes: Mapping[str, int | tuple[int, ...]],
+        init: WeightInit | Mapping[str, WeightInit] | None,
+        backend: Any,
+        backend_options: dict[str, Any],
+        shots: Any,
+        diff_method: str,
+        mitigation: Any,
+        rebind: bool | str,
+    ) -> None:
+        """The construction quantum layers and kernels share, in this order: ``n_qubits`` checked; the ``rebind``
+        mode; a QNode's own transforms, and its function, device (the backend when ``backend`` is None) and
+        diff_method taken (``function`` given as ``role``); ``function`` refused unless callable (``accepted`` says
+        what ``role`` takes); ``shots`` checked; ``own(function)``, which keeps what the subclass holds of its own
+        (the function included) and says whether the function's first argument receives inputs; ``weight_shapes``
+        checked against the function and the weights registered (``init``); the backend set; ``diff_method`` (the
+        QNode's for ``"best"``) and ``mitigation`` checked against it."""
+        self.n_qubits = positive_int("n_qubits", n_qubits)
+        self._rebinding = Rebinding(rebind)
+        self.qnode_transforms = qnode_transforms(function, role, backend)  # applied in run, or rewriting the tapes
+        function, backend, backend_options, qnode_method = adopt_circuit(
+            function, role, backend, self.n_qubits, backend_options
+        )
+        if not callable(function):
+            raise invalid(role, function, accepted)
+        self.shots = None if shots is None else positive_int("shots", shots, SHOTS_MAX)
+        inputs = own(function)
+        self.weight_shapes = check_weight_shapes(self, function, weight_shapes, role, inputs=inputs)
+        register_weights(self, self.weight_shapes, init)
+        self.set_backend(self.default_backend if backend is None else backend, **backend_options)  # max_qubits checked
+        methods = self.resolved_backend.capabilities.diff_methods
+        diff_method = adopt_qnode_diff_method(diff_method, qnode_method, methods, role, self.backend)
+        if diff_method not in methods:
+            raise invalid("diff_method", diff_method, f"one of {methods} on backend {self.backend!r}")
+        self.diff_method = diff_method
+        self.mitigation = check_mitigation(self.resolved_backend, mitigation)
 
     @property
     def resolved_backend(self) -> QuantumExecutor:

@@ -36,7 +36,6 @@ from typing import Any
 import torch
 
 from hybridai.core.errors import (
-    SHOTS_MAX,
     ConfigError,
     ShapeError,
     UnsupportedOperationError,
@@ -45,11 +44,8 @@ from hybridai.core.errors import (
 )
 from hybridai.core.precision import keeps_precision, quantum_dtype
 from hybridai.quantum.circuits.drawing import draw_tape
-from hybridai.quantum.circuits.rebinding import Rebinding
 from hybridai.quantum.circuits.recording import recording
-from hybridai.quantum.circuits.weights import WeightInit, check_weight_shapes, register_weights
-from hybridai.quantum.execution.run import check_mitigation
-from hybridai.quantum.framework_objects import adopt_circuit, adopt_qnode_diff_method
+from hybridai.quantum.circuits.weights import WeightInit
 from hybridai.quantum.kernels.gram_blocks import (
     block_rows,
     check_max_memory,
@@ -61,7 +57,6 @@ from hybridai.quantum.kernels.gram_blocks import (
 from hybridai.quantum.kernels.matrices import target_alignment
 from hybridai.quantum.mitigation.folding import inverse
 from hybridai.quantum.module import QuantumModule, check_finite
-from hybridai.quantum.pennylane.qnode_transforms import qnode_transforms
 from hybridai.quantum.qiskit_frontend.circuit_function import adopt_kernel_circuit
 
 KINDS = ("fidelity", "projected")
@@ -167,6 +162,14 @@ class QuantumKernel(QuantumModule):
             options a device or Qiskit backend object implies.
     """
 
+    feature_map: Callable[..., Any]
+    kind: str  # "fidelity" or "projected"
+    gamma: float  # the RBF width of the projected kernel
+    n_features: int | None  # the input width, checked on every call when given
+    block_size: int  # rows of the Gram matrix per block, pairs per compute-uncompute tape
+    gram_memory: int | None  # bytes of working memory for one block of the Gram matrix (None: the default)
+    progress: bool | None  # a tqdm bar over blocks (None: when there is more than one)
+
     def __init__(
         self,
         feature_map: Callable[..., Any],
@@ -195,40 +198,30 @@ class QuantumKernel(QuantumModule):
         )
         if circuit is not None:  # a Qiskit circuit, as FidelityQuantumKernel (trainable: training_params) takes it
             feature_map, n_qubits, weight_shapes, n_features = circuit
-        self._rebinding = Rebinding(rebind)
-        self.qnode_transforms = qnode_transforms(feature_map, "feature_map", backend)  # rewrites of the feature map
-        feature_map, backend, backend_options, qnode_method = adopt_circuit(
-            feature_map, "feature_map", backend, positive_int("n_qubits", n_qubits), backend_options
-        )
-        if not callable(feature_map):
-            accepted = "a PennyLane quantum function feature_map(x, **params) or a QNode"
-            raise invalid("feature_map", feature_map, accepted)
-        if kind not in KINDS:
-            raise invalid("kind", kind, f"one of {KINDS}")
-        if method not in METHODS:
-            raise invalid("method", method, f"one of {METHODS}")
-        if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not math.isfinite(gamma) or gamma <= 0:
-            raise invalid("gamma", gamma, "a positive finite float")
-        if progress is not None and not isinstance(progress, bool):
-            raise invalid("progress", progress, "None, True or False")
-        self.feature_map = feature_map
-        self.n_qubits = positive_int("n_qubits", n_qubits)
-        self.kind = kind
-        self.gamma = float(gamma)
-        self.shots = None if shots is None else positive_int("shots", shots, SHOTS_MAX)
-        self.n_features = None if n_features is None else positive_int("n_features", n_features)
-        self.block_size = positive_int("block_size", block_size)
-        self.gram_memory = check_max_memory(gram_memory, "gram_memory")
-        self.progress = progress
-        self.weight_shapes = check_weight_shapes(self, feature_map, weight_shapes or {}, "feature_map")
-        register_weights(self, self.weight_shapes, init)
-        self.set_backend(self.default_backend if backend is None else backend, **backend_options)  # max_qubits
-        caps = self.resolved_backend.capabilities
-        diff_method = adopt_qnode_diff_method(diff_method, qnode_method, caps.diff_methods, "feature_map", self.backend)
-        if diff_method not in caps.diff_methods:
-            raise invalid("diff_method", diff_method, f"one of {caps.diff_methods} on backend {self.backend!r}")
-        self.diff_method = diff_method
-        self.mitigation = check_mitigation(self.resolved_backend, mitigation)
+
+        def own(function: Callable[..., Any]) -> bool:
+            if kind not in KINDS:
+                raise invalid("kind", kind, f"one of {KINDS}")
+            if method not in METHODS:
+                raise invalid("method", method, f"one of {METHODS}")
+            if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not math.isfinite(gamma) or gamma <= 0:
+                raise invalid("gamma", gamma, "a positive finite float")
+            if progress is not None and not isinstance(progress, bool):
+                raise invalid("progress", progress, "None, True or False")
+            self.feature_map = function
+            self.kind = kind
+            self.gamma = float(gamma)
+            self.n_features = None if n_features is None else positive_int("n_features", n_features)
+            self.block_size = positive_int("block_size", block_size)
+            self.gram_memory = check_max_memory(gram_memory, "gram_memory")
+            self.progress = progress
+            return True  # feature_map(x, **params)
+
+        self.construct(
+            feature_map, "feature_map", "a PennyLane quantum function feature_map(x, **params) or a QNode", own,
+            n_qubits=n_qubits, weight_shapes=weight_shapes or {}, init=init, backend=backend,
+            backend_options=backend_options, shots=shots, diff_method=diff_method, mitigation=mitigation, rebind=rebind,
+        )  # fmt: skip
         self._method = method
         self._stateless_backend: str | None = None  # an exact backend found unable to return qml.state()
         self.method  # noqa: B018  (validates method against the backend now, not at the first call)
