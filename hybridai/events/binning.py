@@ -4,24 +4,15 @@ or into time-major tensors for spiking layers (``ToTimeSteps``).
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import torch
 
 from hybridai.core.errors import ResourceLimitError, bounded_int, invalid, positive_int
+from hybridai.core.machine import physical_memory
 from hybridai.events.arrays import check_events, check_sensor_size
 
 BYTES_PER_CELL = 10  # np.bincount's int64 counts, then the int16 frames
 INT16_MAX = int(np.iinfo(np.int16).max)
-
-
-def physical_memory() -> int:
-    """The machine's RAM in bytes (16 GiB when the system does not say)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 16 * 2**30
 
 
 def check_frame_memory(

@@ -7,19 +7,10 @@ transpiler error; hybridai refuses it first with a ``ResourceLimitError`` naming
 
 from __future__ import annotations
 
-import os
-
 import torch
 
 from hybridai.core.errors import ResourceLimitError
-
-
-def physical_memory() -> int:
-    """The machine's RAM in bytes (16 GiB when the system does not say)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 16 * 2**30
+from hybridai.core.machine import physical_memory
 
 
 def memory_limit(device: torch.device) -> int:
