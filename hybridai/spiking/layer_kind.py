@@ -11,8 +11,10 @@ so a new layer class is recognised once it is defined, with no list to edit.
 
 from __future__ import annotations
 
+import functools
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Set
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class LayerKind:
@@ -21,12 +23,40 @@ class LayerKind:
     kind: the kind's name, e.g. ``"lif"``; a class that leaves it out (an abstract base) declares none.
     has_membrane: a neuron with a membrane (in ``graph.NEURONS``). stateful_over_time: state carried from
     step to step, time-major input (in ``graph.SPIKING``). A subclass inherits its parent's kind unless it
-    declares its own.
+    declares its own. Defining the class lists it (``declaring_classes``).
     """
 
     kind: ClassVar[str]
     has_membrane: ClassVar[bool] = False
     stateful_over_time: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if declared_kind(cls) is not None:
+            _DECLARING.add(cls)
+
+
+class _Declaring:
+    """The classes that declare a kind, in definition order, held weakly (a class garbage-collected leaves),
+    and a generation number that changes whenever one comes or goes (what ``KindSet`` caches by)."""
+
+    def __init__(self) -> None:
+        self._classes: dict[int, weakref.ReferenceType[type[LayerKind]]] = {}
+        self.generation = 0
+
+    def add(self, cls: type[LayerKind]) -> None:
+        self._classes[id(cls)] = weakref.ref(cls, functools.partial(self._drop, id(cls)))
+        self.generation += 1
+
+    def _drop(self, key: int, _gone: object) -> None:
+        self._classes.pop(key, None)
+        self.generation += 1
+
+    def classes(self) -> tuple[type[LayerKind], ...]:
+        return tuple(cls for ref in tuple(self._classes.values()) if (cls := ref()) is not None)
+
+
+_DECLARING = _Declaring()
 
 
 def declared_kind(cls: type) -> str | None:
@@ -35,18 +65,9 @@ def declared_kind(cls: type) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def declaring_classes() -> Iterator[type[LayerKind]]:
-    """Every ``LayerKind`` class defined so far (and not garbage-collected) that declares a kind, parents first."""
-    seen: set[type] = set()
-    pending: list[type] = [LayerKind]
-    while pending:
-        subclasses: list[type] = pending.pop(0).__subclasses__()
-        for sub in subclasses:
-            if sub not in seen:
-                seen.add(sub)
-                pending.append(sub)
-                if declared_kind(sub) is not None:
-                    yield sub
+def declaring_classes() -> tuple[type[LayerKind], ...]:
+    """Every ``LayerKind`` class defined so far (and not garbage-collected) that declares a kind."""
+    return _DECLARING.classes()
 
 
 class KindSet(Set[str]):
@@ -59,10 +80,15 @@ class KindSet(Set[str]):
     def __init__(self, holds: Callable[[type[LayerKind]], bool], fixed: Iterable[str] = ()) -> None:
         self._holds = holds
         self._fixed = tuple(fixed)
+        self._cache: tuple[int, dict[str, None]] | None = None  # (the registry's generation, the kinds)
 
     def _kinds(self) -> dict[str, None]:
-        declared = sorted({cls.kind for cls in declaring_classes() if self._holds(cls)})
-        return dict.fromkeys((*self._fixed, *declared))
+        cache = self._cache
+        if cache is None or cache[0] != _DECLARING.generation:
+            generation = _DECLARING.generation
+            declared = sorted({cls.kind for cls in declaring_classes() if self._holds(cls)})
+            cache = self._cache = (generation, dict.fromkeys((*self._fixed, *declared)))
+        return cache[1]
 
     def __contains__(self, kind: object) -> bool:
         return kind in self._kinds()
