@@ -62,9 +62,9 @@ class ChipCapabilities:
     hardware: names of attached physical devices (empty: emulated in software).
     max_neurons: size limit, ``None`` when only memory limits it.
     devices: torch devices an emulator computes on.
-    layers: the layer kinds the chip compiles, as ``hybridai.spiking.kind_of`` names them (``"dense"``,
-        ``"conv"``, ``"lif"``, ``"cuba"``, ``"sigma_delta"``, ``"relu"``, ``"pool"``, ``"flatten"``,
-        ``"decoder"``); ``hybridai.deploy`` cuts a model by them. Empty: not declared (a plugin's choice): the
+    layers: the layer kinds the chip compiles, as ``hybridai.spiking.kind_of`` names them (the kinds in
+        ``hybridai.spiking.graph.KINDS``: ``"dense"``, ``"conv"``, ``"lif"``, ``"decoder"``, ...);
+        ``hybridai.deploy`` cuts a model by them. Empty: not declared (a plugin's choice): the
         spiking region around the model's spiking layers goes to the chip whole, and ``compile`` says what it
         refuses.
     frames: the chip takes frames ``[B, ...]`` (Akida), not time-major ``[T, B, ...]`` input: its segment is

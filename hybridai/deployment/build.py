@@ -24,6 +24,7 @@ from hybridai.deployment.placed import place_segment
 from hybridai.neuromorphic.energy import energy_model
 from hybridai.neuromorphic.segments import Segment, cut, flatten, layer_name
 from hybridai.quantum.framework_objects import backend_spec
+from hybridai.spiking.graph import SPIKING
 
 
 def build(
@@ -58,7 +59,7 @@ def build(
     for domain, given in (("spiking", chip), ("quantum", quantum), ("classical", classical)):
         if given is not None and domain not in present:
             argument = "chip" if domain == "spiking" else domain
-            what = "spiking layers (LIF, CUBA, SigmaDelta)" if domain == "spiking" else f"{domain} layers"
+            what = f"spiking layers (kinds {', '.join(SPIKING)})" if domain == "spiking" else f"{domain} layers"
             raise invalid(argument, getattr(backends[domain], "name", given), f"None: the model has no {what}")
     on_chip = isinstance(spiking, ChipCompiler)
     if energy is not None and not on_chip:

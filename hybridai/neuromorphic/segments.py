@@ -1,8 +1,8 @@
 """Cutting a hybrid model into contiguous segments by domain, asking the chip what it takes.
 
 The model is an ``nn.Sequential`` (nested ones are flattened; any other module is one layer). What kind a
-layer is comes from one place, ``hybridai.spiking.kind_of``; the spiking kinds (LIF, CUBA, SigmaDelta:
-stateful over time, time-major ``[T, B, ...]``) are ``hybridai.spiking.graph.SPIKING``. Each layer gets a
+layer is comes from one place, ``hybridai.spiking.kind_of``; the spiking kinds (stateful over time,
+time-major ``[T, B, ...]``: LIF, CUBA, SigmaDelta, ...) are ``hybridai.spiking.graph.SPIKING``. Each layer gets a
 domain by these rules, in order:
 
 - a quantum layer (``QuantumLayer``, any quantum ``HybridModule``, a PennyLane ``qml.qnn.TorchLayer``) is

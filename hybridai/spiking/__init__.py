@@ -1,10 +1,11 @@
-"""Spiking layers (LIF, CUBA), surrogate gradients, encoders, decoders and adapters.
+"""Spiking layers (LIF, CUBA, SigmaDelta), surrogate gradients, encoders, decoders and adapters.
 
 Spiking tensors are time-major ``[T, B, ...]``. Event-camera data (arrays, binning into time
 steps, a synthetic camera, HDF5 storage) is in ``hybridai.events``; NIR export and import in
 ``hybridai.spiking.nir`` (``to_nir``, ``from_nir``); the one lowering of trained models that NIR
 export and the chip compilers share in ``hybridai.spiking.graph``, with ``kind_of`` (what kind a layer is:
-the names chips declare and ``hybridai.deploy`` cuts a model by). ``from_snntorch(net)`` turns a
+the names chips declare and ``hybridai.deploy`` cuts a model by). A new neuron model is one subclass of
+``hybridai.spiking.neurons.SpikingNeuron`` with its own ``kind``. ``from_snntorch(net)`` turns a
 model trained in snnTorch into the equivalent hybridai model (same spikes).
 """
 

@@ -30,6 +30,7 @@ from torch import nn
 
 from hybridai.core.errors import ConfigError, ShapeError, bounded_int, invalid, positive_int
 from hybridai.core.module import HybridModule
+from hybridai.spiking.layer_kind import LayerKind
 from hybridai.spiking.layout import check_time_major
 
 
@@ -236,8 +237,10 @@ class DeltaEncoder(_Encoder):
         return f"threshold={self.threshold:g}, off_spikes={self.off_spikes}"
 
 
-class _Decoder(_Encoder):
+class _Decoder(_Encoder, LayerKind):
     """A decoder: the adapter from time-major spiking ``[T, B, ...]`` to ``[B, ...]`` (classical, quantum layers)."""
+
+    kind = "decoder"
 
     def _time_major(self, x: Any) -> torch.Tensor:
         if isinstance(x, tuple):

@@ -2,8 +2,11 @@
 
 ``kind_of(module)`` is the one answer to "what kind of layer is this" (``"dense"``, ``"lif"``,
 ``"sigma_delta"``, ...): chips declare the kinds they compile with these names, ``hybridai.deploy`` cuts a
-model by them, and the spiking kinds (``SPIKING``: LIF, CUBA, SigmaDelta, stateful over time and
-time-major) are what every part of hybridai counts as spiking (``is_spiking``).
+model by them, and the spiking kinds (``SPIKING``: stateful over time and time-major) are what every part
+of hybridai counts as spiking (``is_spiking``). hybridai's layer classes declare their kind themselves
+(``hybridai.spiking.layer_kind.LayerKind``: ``LIF.kind == "lif"``); torch's layers are named in
+``TORCH_KINDS``. ``KINDS``, ``NEURONS`` and ``SPIKING`` are read from the classes: a new neuron class
+(a ``hybridai.spiking.neurons.SpikingNeuron`` with its own ``kind``) belongs to them once it is defined.
 
 ``lower(model, target=..., accepts=..., supported=...)`` walks ``model`` (an ``nn.Sequential``, nested
 ones flattened, ``TimeDistributed`` unwrapped, ``nn.Identity`` and ``nn.Dropout`` skipped: no-ops at
@@ -14,8 +17,8 @@ output width. It checks what holds for every target and raises one ``ConfigError
 - a layer whose kind is not in ``accepts`` (or that hybridai cannot lower at all);
 - an ``nn.Linear`` whose ``in_features`` differs from the width before it;
 - a decoder that is not the last layer, after a spiking layer (or a sigma-delta read-out);
-- a LIF or CUBA layer of unknown size, or whose per-neuron parameters do not match its size;
-- a LIF or CUBA layer built with ``batch_first=True`` (targets run time-major layers only).
+- a neuron layer (a kind in ``NEURONS``) of unknown size, or whose per-neuron parameters do not match its size;
+- a neuron layer built with ``batch_first=True`` (targets run time-major layers only).
 
 Neurons are counted with one rule: a spiking layer has as many neurons as values reach it (the width
 before it, ``n_inputs`` for a first layer), else the size it learnt on its last forward call
@@ -31,35 +34,35 @@ from typing import Any
 from torch import nn
 
 from hybridai.core.errors import invalid, optional_int
-from hybridai.spiking.encoding import MembraneDecoder, RateDecoder, SpikeCountDecoder, TimeDistributed
-from hybridai.spiking.neurons import CUBA, LIF
-from hybridai.spiking.sigma_delta import SigmaDelta
+from hybridai.spiking.encoding import TimeDistributed
+from hybridai.spiking.layer_kind import KindSet, declared_kind
+from hybridai.spiking.neurons import SpikingNeuron
 
-# (module class, kind), first match wins
-KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+# torch's layer classes, which cannot declare a kind: (module class, kind), first match wins
+TORCH_KINDS: tuple[tuple[type[nn.Module], str], ...] = (
     (nn.Linear, "dense"),
     (nn.Conv2d, "conv"),
-    (CUBA, "cuba"),
-    (LIF, "lif"),
-    (SigmaDelta, "sigma_delta"),
     (nn.ReLU, "relu"),
     (nn.MaxPool2d, "pool"),
     (nn.Flatten, "flatten"),
-    ((SpikeCountDecoder, RateDecoder, MembraneDecoder), "decoder"),
 )
 SKIPPED = (nn.Identity, nn.Dropout)  # no-ops at inference: every target takes them
-NEURONS = ("lif", "cuba")  # spiking neurons with a membrane (and a neuron count to check)
-SPIKING = ("lif", "cuba", "sigma_delta")  # stateful over time: they read time-major [T, B, ...] input
+KINDS = KindSet(lambda cls: True, fixed=(kind for _, kind in TORCH_KINDS))  # every kind ``kind_of`` names
+NEURONS = KindSet(lambda cls: cls.has_membrane)  # spiking neurons with a membrane (and a neuron count to check)
+SPIKING = KindSet(lambda cls: cls.stateful_over_time)  # stateful over time: they read time-major [T, B, ...] input
 
 
 def kind_of(module: nn.Module) -> str | None:
-    """The kind of ``module`` (``"dense"``, ``"conv"``, ``"lif"``, ``"cuba"``, ``"sigma_delta"``, ``"relu"``,
-    ``"pool"``, ``"flatten"``, ``"decoder"``; a ``TimeDistributed`` layer is the kind of the layer it wraps), or
-    None for a layer hybridai cannot lower. Chips declare the kinds they compile with these names
-    (``ChipCapabilities.layers``), and ``hybridai.deploy`` cuts a model by them."""
+    """The kind of ``module`` (one of ``KINDS``: the kind its class declares, else ``TORCH_KINDS``; a
+    ``TimeDistributed`` layer is the kind of the layer it wraps), or None for a layer hybridai cannot lower.
+    Chips declare the kinds they compile with these names (``ChipCapabilities.layers``), and
+    ``hybridai.deploy`` cuts a model by them."""
     while isinstance(module, TimeDistributed):
         module = module.module
-    return next((kind for cls, kind in KINDS if isinstance(module, cls)), None)
+    declared = declared_kind(type(module))
+    if declared is not None:
+        return declared
+    return next((kind for cls, kind in TORCH_KINDS if isinstance(module, cls)), None)
 
 
 def is_spiking(module: nn.Module) -> bool:
@@ -74,7 +77,7 @@ class LayerNode:
 
     kind: see ``kind_of``. module: the torch layer (the one inside a ``TimeDistributed``).
     index: its position in the model, the ``nn.Sequential`` key (``"3"``; ``"2.0"`` inside a nested one).
-    width: values per sample and step it outputs (the neurons of a LIF/CUBA layer, the units of an
+    width: values per sample and step it outputs (the neurons of a neuron layer, the units of an
     ``nn.Linear``); None where it depends on the input's spatial size (after a Conv2d, pooling, Flatten).
     n_in: values per sample and step it takes, None when unknown.
     time_distributed: the model wraps it in ``TimeDistributed``.
@@ -141,9 +144,9 @@ def _walk(module: nn.Module, index: str, time_distributed: bool) -> Iterator[tup
         yield index, module, time_distributed
 
 
-def _neurons(node_where: str, layer: LIF | CUBA, width: int | None) -> int:
+def _neurons(node_where: str, layer: SpikingNeuron, width: int | None) -> int:
     """The one neuron-count rule (module docstring), with its per-neuron parameters checked against it."""
-    tensors = {name: getattr(layer, name) for name in ("alpha", "beta", "threshold") if hasattr(layer, name)}
+    tensors = {name: getattr(layer, name) for name in layer.PARAMETERS}
     sizes = {t.numel() for t in tensors.values() if t.numel() > 1}
     n = width or layer.n_neurons or (sizes.pop() if len(sizes) == 1 else None)
     if n is None:
@@ -155,7 +158,7 @@ def _neurons(node_where: str, layer: LIF | CUBA, width: int | None) -> int:
     return n
 
 
-def _check_time_major(where: str, layer: LIF | CUBA, target: str) -> None:
+def _check_time_major(where: str, layer: SpikingNeuron, target: str) -> None:
     """Chips and NIR run time-major layers: a ``batch_first`` layer is refused, never silently re-read."""
     if layer.batch_first:
         raise invalid(
@@ -167,8 +170,8 @@ def _check_time_major(where: str, layer: LIF | CUBA, target: str) -> None:
 
 
 def _decodable(nodes: list[LayerNode]) -> bool:
-    """A decoder may follow a spiking layer (LIF, CUBA: spikes; SigmaDelta: graded messages, whose sum over time
-    is the signal they encode), or the read-out Linear of a sigma-delta network."""
+    """A decoder may follow a spiking layer (neurons: spikes or membranes; SigmaDelta: graded messages, whose
+    sum over time is the signal they encode), or the read-out Linear of a sigma-delta network."""
     last = nodes[-1].kind
     return last in SPIKING or (last == "dense" and any(n.kind == "sigma_delta" for n in nodes))
 
@@ -180,7 +183,7 @@ def lower(
 
     target: who the graph is for (``"loihi"``, ``"NIR export"``), named in messages with ``supported``
     (what it takes, in words). model: an ``nn.Sequential`` or one layer. n_inputs: the input width, needed
-    only when the model starts with a LIF or CUBA layer of unknown size.
+    only when the model starts with a neuron layer of unknown size.
     """
     accepted = f"{target} takes {supported}"
     n_inputs = optional_int("n_inputs", n_inputs, 1)
@@ -214,8 +217,8 @@ def lower(
             raise invalid(
                 where,
                 type(module).__name__,
-                "a decoder only as the last layer, after a LIF or CUBA layer (or a SigmaDelta layer, or a sigma-delta "
-                "network's read-out)",
+                f"a decoder only as the last layer, after a spiking layer (a kind in {tuple(SPIKING)}) or a "
+                "sigma-delta network's read-out",
             )
         elif kind in ("conv", "pool", "flatten"):
             width = None
@@ -225,4 +228,15 @@ def lower(
     return LayerGraph(tuple(nodes))
 
 
-__all__ = ["KINDS", "NEURONS", "SKIPPED", "SPIKING", "LayerGraph", "LayerNode", "is_spiking", "kind_of", "lower"]
+__all__ = [
+    "KINDS",
+    "NEURONS",
+    "SKIPPED",
+    "SPIKING",
+    "TORCH_KINDS",
+    "LayerGraph",
+    "LayerNode",
+    "is_spiking",
+    "kind_of",
+    "lower",
+]

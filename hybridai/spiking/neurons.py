@@ -22,78 +22,72 @@ inputs; see ``hybridai.core.precision``): a membrane integrated over many steps 
 
 from __future__ import annotations
 
-import inspect
 import math
 from typing import Any
 
 import torch
 from torch import nn
 
-from hybridai.core.errors import ShapeError, invalid, optional_int
+from hybridai.core.errors import ShapeError, invalid
 from hybridai.core.module import HybridModule
 from hybridai.core.precision import keeps_precision, spiking_dtype
 from hybridai.spiking.fused import CUBAFunction, LIFFunction
+from hybridai.spiking.layer_kind import LayerKind
 from hybridai.spiking.layout import check_sequence, check_step_input, check_time_major, one_step_hint
-from hybridai.spiking.parameters import check_choice, check_dt, parameter_tensor, shown_value
-from hybridai.spiking.snntorch_arguments import translate
+from hybridai.spiking.neuron_options import OUTPUTS, RESETS, NeuronOptions, neuron_signature
+from hybridai.spiking.parameters import parameter_tensor, shown_value
 from hybridai.spiking.state import check_finite, initial_state
-from hybridai.spiking.surrogate import Surrogate, make_surrogate
-
-RESETS = ("subtract", "zero")
-OUTPUTS = ("spikes", "membrane", "both")
 
 
 def _working_dtype(layer: Any, incoming: torch.dtype) -> torch.dtype:
     return spiking_dtype(incoming)
 
 
-class _SpikingLayer(HybridModule):
-    """What LIF and CUBA share: threshold, reset, surrogate, output choice, layout, carried state, ``step``.
+def _write_signature(cls: type) -> None:
+    """Give the ``__init__`` that ``cls`` defines (if any) its public signature, ``neuron_signature``."""
+    init = vars(cls).get("__init__")
+    if init is not None:
+        init.__signature__ = neuron_signature(init)
 
-    Subclasses name their parameters (``PARAMETERS``) and state tensors (``N_STATES``) and run the
-    fused recurrence in ``_integrate``.
+
+class SpikingNeuron(HybridModule, LayerKind):
+    """A spiking neuron with a membrane, the base of ``LIF`` and ``CUBA`` and of a new neuron model: threshold,
+    reset, surrogate, output choice, layout, carried state and ``step`` (the shared keyword options,
+    ``NeuronOptions``).
+
+    A subclass declares its kind (``kind = "lif"``: ``hybridai.spiking.graph`` recognises the class by it,
+    with no list to edit), names its parameters (``PARAMETERS``) and state tensors (``N_STATES``), takes
+    its own parameters in ``__init__(self, <own parameters>, **options)`` and passes ``**options`` on (its
+    signature lists the shared options, ``neuron_signature``), and runs the fused recurrence in
+    ``_integrate``.
     """
 
     domain = "spiking"
     default_backend = "torch"
+    has_membrane = True
+    stateful_over_time = True
     PARAMETERS: tuple[str, ...] = ()
     N_STATES = 1
     threshold: torch.Tensor  # a parameter or a buffer (``learn_threshold``), registered in ``__init__``
 
-    def __init__(
-        self,
-        *,
-        threshold: float | torch.Tensor,
-        reset: str,
-        surrogate: str | Surrogate,
-        learn_threshold: bool,
-        output: str,
-        stateful: bool,
-        batch_first: bool,
-        dt: float,
-        backend: str | None,
-        recompute_steps: int | None,
-        snntorch_options: dict[str, Any],
-    ) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _write_signature(cls)
+
+    def __init__(self, **options: Any) -> None:
         super().__init__()
-        accepted = [name for name in inspect.signature(type(self).__init__).parameters if name != "self"]
-        accepted = [name for name in accepted if name != "snntorch_options"]
-        habits = translate(
-            type(self).__name__, snntorch_options, reset=reset, surrogate=surrogate, output=output, accepted=accepted
-        )
-        self.recompute_steps = optional_int("recompute_steps", recompute_steps, 1)
-        self.reset = check_choice("reset", habits.reset, RESETS)
-        self.output = check_choice("output", habits.output, OUTPUTS)
-        self.surrogate = make_surrogate(habits.surrogate)
-        self.stateful = bool(stateful)
-        if not isinstance(batch_first, bool):
-            raise invalid("batch_first", batch_first, "True ([B, T, ...] in and out) or False ([T, B, ...])")
-        self.batch_first = batch_first
-        self.dt = check_dt(dt)
-        self._register("threshold", parameter_tensor("threshold", threshold, positive=True), learn_threshold)
+        checked = NeuronOptions.of(type(self), options)
+        self.recompute_steps = checked.recompute_steps
+        self.reset = checked.reset
+        self.output = checked.output
+        self.surrogate = checked.surrogate
+        self.stateful = checked.stateful
+        self.batch_first = checked.batch_first
+        self.dt = checked.dt
+        self._register("threshold", checked.threshold, checked.learn_threshold)
         self.state: Any = None
         self.n_neurons: int | None = None
-        self.set_backend(self.default_backend if backend is None else backend)
+        self.set_backend(self.default_backend if checked.backend is None else checked.backend)
 
     def _register(self, name: str, tensor: torch.Tensor, learn: bool) -> None:
         if learn:
@@ -204,7 +198,7 @@ class _SpikingLayer(HybridModule):
         return self.recompute_steps, self.output != "spikes"
 
     def size_description(self) -> str:
-        sizes = [getattr(self, n).numel() for n in ("alpha", "beta", "threshold") if hasattr(self, n)]
+        sizes = [getattr(self, n).numel() for n in self.PARAMETERS]
         n = self.n_neurons or (max(sizes) if max(sizes) > 1 else None)
         return f"{n:,} neurons" if n else ""
 
@@ -214,7 +208,7 @@ class _SpikingLayer(HybridModule):
             value = f"{tensor.item():.4g}" if tensor.numel() == 1 else f"<{tuple(tensor.shape)}>"
             return f"{name}={value}{' (learnt)' if isinstance(tensor, nn.Parameter) else ''}"
 
-        names = [n for n in ("alpha", "beta", "threshold") if hasattr(self, n)]
+        names = self.PARAMETERS
         extras = ", stateful=True" if self.stateful else ""
         extras += ", batch_first=True" if self.batch_first else ""
         extras += f", recompute_steps={self.recompute_steps}" if self.recompute_steps else ""
@@ -224,7 +218,10 @@ class _SpikingLayer(HybridModule):
         )
 
 
-class LIF(_SpikingLayer):
+_write_signature(SpikingNeuron)
+
+
+class LIF(SpikingNeuron):
     """Leaky integrate-and-fire neurons (snnTorch's ``Leaky``), all T steps fused.
 
     ``U_t = beta * U_{t-1} + x_t - threshold * S_{t-1}`` (reset by subtraction) or
@@ -271,40 +268,13 @@ class LIF(_SpikingLayer):
     with a pointer to ``step``: ``forward`` always takes a sequence.
     """
 
+    kind = "lif"
     PARAMETERS = ("beta", "threshold")
     beta: torch.Tensor
     N_STATES = 1
 
-    def __init__(
-        self,
-        beta: float | torch.Tensor = 0.9,
-        *,
-        threshold: float | torch.Tensor = 1.0,
-        reset: str = "subtract",
-        surrogate: str | Surrogate = "atan",
-        learn_beta: bool = False,
-        learn_threshold: bool = False,
-        output: str = "spikes",
-        stateful: bool = False,
-        batch_first: bool = False,
-        dt: float = 1e-3,
-        backend: str | None = None,
-        recompute_steps: int | None = None,
-        **snntorch_options: Any,
-    ) -> None:
-        super().__init__(
-            threshold=threshold,
-            reset=reset,
-            surrogate=surrogate,
-            learn_threshold=learn_threshold,
-            output=output,
-            stateful=stateful,
-            batch_first=batch_first,
-            dt=dt,
-            backend=backend,
-            recompute_steps=recompute_steps,
-            snntorch_options=snntorch_options,
-        )
+    def __init__(self, beta: float | torch.Tensor = 0.9, *, learn_beta: bool = False, **options: Any) -> None:
+        super().__init__(**options)
         self._register("beta", parameter_tensor("beta", beta, 0.0, 1.0), learn_beta)
 
     def _integrate(
@@ -329,7 +299,7 @@ class LIF(_SpikingLayer):
         return spikes, mem, last, None
 
 
-class CUBA(_SpikingLayer):
+class CUBA(SpikingNeuron):
     """Current-based synapse + LIF neurons (snnTorch's ``Synaptic``), all T steps fused.
 
     ``I_t = alpha * I_{t-1} + x_t``; ``U_t = beta * U_{t-1} + I_t - threshold * S_{t-1}``
@@ -340,6 +310,7 @@ class CUBA(_SpikingLayer):
     ``spk, (syn, mem) = cuba.step(x_t, state)`` (``state=None`` on the first step).
     """
 
+    kind = "cuba"
     PARAMETERS = ("alpha", "beta", "threshold")
     N_STATES = 2
     alpha: torch.Tensor
@@ -350,33 +321,11 @@ class CUBA(_SpikingLayer):
         alpha: float | torch.Tensor = 0.8,
         beta: float | torch.Tensor = 0.9,
         *,
-        threshold: float | torch.Tensor = 1.0,
-        reset: str = "subtract",
-        surrogate: str | Surrogate = "atan",
         learn_alpha: bool = False,
         learn_beta: bool = False,
-        learn_threshold: bool = False,
-        output: str = "spikes",
-        stateful: bool = False,
-        batch_first: bool = False,
-        dt: float = 1e-3,
-        backend: str | None = None,
-        recompute_steps: int | None = None,
-        **snntorch_options: Any,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            threshold=threshold,
-            reset=reset,
-            surrogate=surrogate,
-            learn_threshold=learn_threshold,
-            output=output,
-            stateful=stateful,
-            batch_first=batch_first,
-            dt=dt,
-            backend=backend,
-            recompute_steps=recompute_steps,
-            snntorch_options=snntorch_options,
-        )
+        super().__init__(**options)
         self._register("alpha", parameter_tensor("alpha", alpha, 0.0, 1.0), learn_alpha)
         self._register("beta", parameter_tensor("beta", beta, 0.0, 1.0), learn_beta)
 
@@ -405,4 +354,4 @@ class CUBA(_SpikingLayer):
         return spikes, mem, last, syn_last
 
 
-__all__ = ["CUBA", "LIF", "OUTPUTS", "RESETS", "check_time_major"]
+__all__ = ["CUBA", "LIF", "OUTPUTS", "RESETS", "SpikingNeuron", "check_time_major"]

@@ -32,7 +32,11 @@ from hybridai.spiking.graph import lower
 from hybridai.spiking.neurons import CUBA, LIF
 
 PRODUCER = "hybridai"
-SUPPORTED = "nn.Linear, hybridai.LIF or hybridai.CUBA layers (nn.Identity, nn.Dropout skipped)"
+NEURON_MODELS = (LIF, CUBA)  # the neuron models NIR's nodes write: nir.LIF and nir.CubaLIF
+SUPPORTED = (
+    f"nn.Linear, {' or '.join(f'hybridai.{model.__name__}' for model in NEURON_MODELS)} layers "
+    "(nn.Identity, nn.Dropout skipped)"
+)
 
 
 def _nir() -> Any:
@@ -75,7 +79,8 @@ def to_nir(model: nn.Module, *, n_inputs: int | None = None) -> Any:
     unknown (it learns its size on the first forward call). Returns a ``nir.NIRGraph``.
     """
     nir = _nir()
-    graph = lower(model, target="NIR export", accepts=("dense", "lif", "cuba"), supported=SUPPORTED, n_inputs=n_inputs)
+    accepts = ("dense", *(neuron.kind for neuron in NEURON_MODELS))
+    graph = lower(model, target="NIR export", accepts=accepts, supported=SUPPORTED, n_inputs=n_inputs)
     nodes: dict[str, Any] = {}
     dts: set[float] = set()
     for node in graph:
@@ -87,8 +92,8 @@ def to_nir(model: nn.Module, *, n_inputs: int | None = None) -> Any:
                 if layer.bias is not None
                 else nir.Linear(weight=weight)
             )
-        else:  # "lif" or "cuba", of a size ``lower`` knows (it asks for n_inputs otherwise)
-            assert isinstance(layer, LIF | CUBA) and node.width is not None, node
+        else:  # one of NEURON_MODELS, of a size ``lower`` knows (it asks for n_inputs otherwise)
+            assert isinstance(layer, NEURON_MODELS) and node.width is not None, node
             nodes[node.index] = _neuron_node(nir, layer, node.width)
             dts.add(layer.dt)
     all_nodes = {

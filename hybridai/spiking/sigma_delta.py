@@ -38,6 +38,7 @@ from torch import nn
 
 from hybridai.core.errors import ShapeError, invalid
 from hybridai.core.module import HybridModule
+from hybridai.spiking.layer_kind import LayerKind
 from hybridai.spiking.layout import check_sequence
 from hybridai.spiking.parameters import shown_value
 from hybridai.spiking.state import check_finite
@@ -94,7 +95,7 @@ def _floor_ste(x: torch.Tensor) -> torch.Tensor:
     return x + (torch.floor(x) - x).detach()
 
 
-class SigmaDelta(HybridModule):
+class SigmaDelta(HybridModule, LayerKind):
     """Sigma-delta neurons: ReLU activation, delta messages above ``threshold``, on the grid ``scale``.
 
     ``threshold``: the smallest change of the activation that is sent (> 0; rounded up to a whole
@@ -114,6 +115,8 @@ class SigmaDelta(HybridModule):
 
     domain = "spiking"
     default_backend = "torch"
+    kind = "sigma_delta"
+    stateful_over_time = True
 
     def __init__(
         self,

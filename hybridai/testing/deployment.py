@@ -131,7 +131,7 @@ def _declared(s: Subject, probe: ProbeNetwork) -> str:
     from hybridai.spiking.graph import KINDS, SKIPPED, kind_of
 
     caps = s.make().capabilities
-    known = {kind for _, kind in KINDS}
+    known = set(KINDS)
     unknown = sorted(set(caps.layers) - known)
     if unknown:
         raise ConformanceError(f"capabilities.layers names {unknown}; accepted: kinds of {sorted(known)}")

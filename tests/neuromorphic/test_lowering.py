@@ -103,7 +103,8 @@ def test_one_neuron_count_rule():
 
 def test_decoders_only_last_after_a_spiking_layer():
     accepts = ("dense", "lif", "decoder")
-    with pytest.raises(ConfigError, match=r"model\[1\]='SpikeCountDecoder'.*after a LIF or CUBA layer"):
+    spiking = r"after a spiking layer \(a kind in \('cuba', 'lif', 'sigma_delta'\)\) or a sigma-delta"
+    with pytest.raises(ConfigError, match=r"model\[1\]='SpikeCountDecoder'.*" + spiking):
         lower(nn.Sequential(nn.Linear(2, 2), SpikeCountDecoder()), target="t", accepts=accepts, supported="x")
     after = nn.Sequential(nn.Linear(2, 2), LIF(0.9), SpikeCountDecoder(), nn.Linear(2, 2))
     with pytest.raises(ConfigError, match=r"model\[3\]='Linear'.*nothing after the decoder model\[2\]"):

@@ -40,7 +40,7 @@ from torch import nn
 from hybridai.core.errors import ConfigError, invalid
 from hybridai.neuromorphic.fixed_point import check_integer
 from hybridai.neuromorphic.loihi.compartments import CompartmentConfig, check_quirks
-from hybridai.neuromorphic.nodes import module_of, neuron_of
+from hybridai.neuromorphic.nodes import module_of
 from hybridai.spiking.graph import LayerNode, lower
 from hybridai.spiking.neurons import CUBA, LIF
 
@@ -49,16 +49,20 @@ VTH_MAX = 2**17 - 1
 BIAS_MAX = 4095 << 7
 Q_LIMIT = (1 << 21) - 1
 U_LIMIT = (1 << 23) - 1
-ACCEPTS = ("dense", "lif", "cuba", "decoder")  # layer kinds (hybridai.spiking.kind_of)
+# the neuron models Loihi 1's compartments implement: LIF (no current memory) and CUBA (a current decay du)
+NEURON_MODELS = (LIF, CUBA)
+NEURON_NAMES = " or ".join(f"hybridai.{model.__name__}" for model in NEURON_MODELS)
+ACCEPTS = ("dense", *(model.kind for model in NEURON_MODELS), "decoder")  # layer kinds (hybridai.spiking.kind_of)
 SUPPORTED = (
-    "an nn.Sequential of [nn.Linear, hybridai.LIF or hybridai.CUBA (reset='zero')] pairs, "
+    f"an nn.Sequential of [nn.Linear, {NEURON_NAMES} (reset='zero')] pairs, "
     "optionally ending in a SpikeCountDecoder, RateDecoder or MembraneDecoder (nn.Identity, nn.Dropout skipped)"
 )
 
 
 @dataclass(frozen=True)
 class Pair:
-    """One ``nn.Linear`` of the model and the LIF or CUBA layer after it (nodes of its ``LayerGraph``)."""
+    """One ``nn.Linear`` of the model and the neuron layer after it (one of ``NEURON_MODELS``; nodes of its
+    ``LayerGraph``)."""
 
     dense: LayerNode
     spiking: LayerNode
@@ -69,7 +73,9 @@ class Pair:
 
     @property
     def neuron(self) -> LIF | CUBA:
-        return neuron_of(self.spiking)
+        neuron = self.spiking.module  # ``parse`` pairs a Linear only with one of NEURON_MODELS
+        assert isinstance(neuron, NEURON_MODELS), f"{self.spiking.where} holds a {self.spiking.type_name}"
+        return neuron
 
     @property
     def name(self) -> str:
@@ -89,11 +95,11 @@ def parse(model: Any, quirks: str) -> tuple[list[Pair], nn.Module | None]:
         if dense.kind != "dense":
             raise invalid(dense.where, dense.type_name, f"nn.Linear at this position; {SUPPORTED}")
         spiking = layers[i + 1] if i + 1 < len(layers) else None
-        if spiking is None or spiking.kind not in ("lif", "cuba"):
+        if spiking is None or not isinstance(spiking.module, NEURON_MODELS):
             raise invalid(
                 spiking.where if spiking is not None else f"the layer after {dense.where}",
                 spiking.type_name if spiking is not None else "nothing",
-                f"hybridai.LIF or hybridai.CUBA after the nn.Linear {dense.where}; {SUPPORTED}",
+                f"{NEURON_NAMES} after the nn.Linear {dense.where}; {SUPPORTED}",
             )
         pairs.append(Pair(dense, spiking))
     for i, pair in enumerate(pairs):
@@ -301,4 +307,15 @@ def plan(model: Any, *, quirks: str = "nengo", calibration: Any = None) -> Loihi
     return LoihiPlan(layers, decoder, pairs[0].linear.weight.dtype)
 
 
-__all__ = ["ACCEPTS", "SUPPORTED", "LoihiLayerPlan", "LoihiPlan", "Pair", "max_count_of", "parse", "plan", "plan_pair"]
+__all__ = [
+    "ACCEPTS",
+    "NEURON_MODELS",
+    "SUPPORTED",
+    "LoihiLayerPlan",
+    "LoihiPlan",
+    "Pair",
+    "max_count_of",
+    "parse",
+    "plan",
+    "plan_pair",
+]

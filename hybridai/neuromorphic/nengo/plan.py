@@ -53,13 +53,17 @@ import torch
 from torch import nn
 
 from hybridai.core.errors import bounded_int, invalid
-from hybridai.neuromorphic.nodes import module_of, neuron_of
+from hybridai.neuromorphic.nodes import module_of
 from hybridai.spiking.graph import LayerNode, lower
-from hybridai.spiking.neurons import CUBA
+from hybridai.spiking.neurons import CUBA, LIF
 
-ACCEPTS = ("dense", "lif", "cuba", "decoder")  # layer kinds (hybridai.spiking.kind_of)
+# the neuron models nengo.LIF reproduces: LIF, and CUBA with a nengo.Lowpass synapse for its current
+NEURON_MODELS = (LIF, CUBA)
+NEURON_NAMES = " or ".join(model.__name__ for model in NEURON_MODELS)
+ACCEPTS = ("dense", *(model.kind for model in NEURON_MODELS), "decoder")  # layer kinds (hybridai.spiking.kind_of)
 SUPPORTED = (
-    "an nn.Sequential of nn.Linear and hybridai.LIF / hybridai.CUBA layers (reset='zero'), "
+    f"an nn.Sequential of nn.Linear and {' / '.join(f'hybridai.{model.__name__}' for model in NEURON_MODELS)} "
+    "layers (reset='zero'), "
     "optionally ending in a SpikeCountDecoder, RateDecoder or MembraneDecoder (nn.Identity, nn.Dropout skipped)"
 )
 MAX_WIDTH = 2**31 - 1  # the widest input accepted (numpy refuses far larger sizes; this one already needs 16 GiB)
@@ -158,14 +162,14 @@ def plan(
     for node in graph:
         if node.kind == "dense":
             if pending is not None:
-                raise invalid(node.where, "nn.Linear after nn.Linear", "a LIF or CUBA layer after each nn.Linear")
+                raise invalid(node.where, "nn.Linear after nn.Linear", f"a {NEURON_NAMES} layer after each nn.Linear")
             pending = module_of(node, nn.Linear)
-        elif node.kind in ("lif", "cuba"):
-            plans.append(_plan_layer(node, pending, cuba_refractory_steps))
+        elif isinstance(node.module, NEURON_MODELS):
+            plans.append(_plan_layer(node, node.module, pending, cuba_refractory_steps))
             spiking.append(node)
             pending = None
     if pending is not None:
-        raise invalid(graph.layers[-1].where, "a trailing nn.Linear", "a LIF or CUBA layer after each nn.Linear")
+        raise invalid(graph.layers[-1].where, "a trailing nn.Linear", f"a {NEURON_NAMES} layer after each nn.Linear")
     for node in spiking[:-1]:
         if node.module.output != "spikes":
             raise invalid(
@@ -179,9 +183,9 @@ def plan(
     return plans, graph.decoder.module if graph.decoder is not None else None
 
 
-def _plan_layer(node: LayerNode, linear: nn.Linear | None, refractory: float) -> NengoLayerPlan:
-    layer, label, kind, n = neuron_of(node), node.where, node.type_name, node.width
-    assert n is not None  # lower sizes every LIF and CUBA layer
+def _plan_layer(node: LayerNode, layer: LIF | CUBA, linear: nn.Linear | None, refractory: float) -> NengoLayerPlan:
+    label, kind, n = node.where, node.type_name, node.width
+    assert n is not None  # lower sizes every neuron layer
     if layer.reset != "zero":
         raise invalid(
             f"{label}.reset ({kind})",
