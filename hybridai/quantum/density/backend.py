@@ -25,7 +25,7 @@ float32 for ``"complex64"``. Only the qubits a gate or an observable touches are
   bits (``sampling``); gradients by the
   parameter-shift rule on sampled values (``"best"``/``"parameter-shift"``).
 - Zero-noise extrapolation (``mitigation=hybridai.ZNE()`` on a layer) folds with barriers and transpiles the
-  folded circuits as ``aer`` does (``fold_barriers``); training through it is differentiable.
+  folded circuits as ``aer`` does (``capabilities.folds_need_barriers``); training through it is differentiable.
 
 A state that would not fit in memory (``4^m`` coefficients per parameter set, and one per block for backprop) is
 refused before anything is allocated.
