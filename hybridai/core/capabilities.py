@@ -25,6 +25,11 @@ class QuantumCapabilities:
         in the matching real dtype.
     mitigation_engines: ZNE engines the executor runs itself (e.g. ``("ibm",)``); any other
         mitigation is applied around it by ``hybridai.quantum.execution.run``.
+    folds_need_barriers: the executor's optimiser cancels and merges gates but respects barriers (the Qiskit
+        executors): zero-noise folding puts a barrier between folded blocks and sends ``keep_gates=False``, so
+        folded tapes are optimised as any other. False: folds are sent with ``keep_gates=True``.
+    runs_channels: PennyLane noise channels in a tape are noise the executor simulates (``density``), so an
+        executor that is ``exact`` without them still has noise for zero-noise extrapolation to remove.
     """
 
     differentiable: bool = False
@@ -36,6 +41,8 @@ class QuantumCapabilities:
     devices: tuple[str, ...] = ("cpu",)
     dtype: str = "complex128"
     mitigation_engines: tuple[str, ...] = ()
+    folds_need_barriers: bool = False
+    runs_channels: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 

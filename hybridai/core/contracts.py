@@ -17,8 +17,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar, NamedTuple
 
+import torch
+from torch import nn
+
 from hybridai.core.capabilities import Capabilities, ChipCapabilities, PlacementCapabilities, QuantumCapabilities
 from hybridai.core.chip import CompiledNetwork
+from hybridai.core.errors import invalid
 from hybridai.core.execution import Execution, ExecutionConfig
 from hybridai.core.redaction import describe_options
 
@@ -66,9 +70,15 @@ class Backend(ABC):
 
 
 class QuantumExecutor(Backend):
-    """Executes PennyLane tapes (``QuantumScript``) whose parameters are torch tensors."""
+    """Executes PennyLane tapes (``QuantumScript``) whose parameters are torch tensors.
+
+    shots, seed: the executor's defaults (its ``shots=`` and ``seed=`` options), for calls whose config and tapes
+    set none; ``None``: exact, and fresh randomness.
+    """
 
     domains = ("quantum",)
+    shots: int | None = None
+    seed: int | None = None
 
     @property
     @abstractmethod
@@ -78,12 +88,59 @@ class QuantumExecutor(Backend):
     def execute(self, tapes: Sequence[Any], config: ExecutionConfig) -> Execution:
         """Run ``tapes`` on ``config.wires`` with the call's shots, seed and gradient method.
 
+        ``tapes`` and ``config`` are settled (``settle``): ``config.shots`` is the shots every tape runs with,
+        ``config.seed`` the seed, ``config.diff_method`` a concrete method. ``hybridai.quantum.execution.run.execute``
+        settles them before the call; an executor called directly settles them first (``settle`` returns settled
+        arguments unchanged).
+
         Returns one result per tape in PennyLane's layout (a tensor for one measurement, a tuple
         for several; broadcast tapes give a leading batch dimension) and the call's statistics.
         Gradients flow to every torch parameter of the tapes when ``capabilities.differentiable``.
         ``config.mitigation`` is handled by ``hybridai.quantum.execution.run.execute`` unless its engine
         is in ``capabilities.mitigation_engines``.
         """
+
+    def settle(self, tapes: Sequence[Any], config: ExecutionConfig) -> tuple[list[Any], ExecutionConfig]:
+        """``tapes`` and ``config`` with the call's shots, seed and gradient method final.
+
+        Shots: ``config.shots``, else the shots of the tapes that set them (one number for all), else this
+        executor's ``shots``; every tape is given them (a tape keeps its own shot vector when its total is them).
+        Seed: ``config.seed``, else this executor's ``seed``. ``diff_method="best"`` becomes ``best_method``'s
+        answer; any other method must be in ``capabilities.diff_methods``.
+        """
+        tapes = list(tapes)
+        shots = config.shots if config.shots is not None else _shots_of(tapes)
+        shots = shots if shots is not None else self.shots
+        tapes = [t if t.shots.total_shots == shots else t.copy(shots=shots) for t in tapes]
+        config = config.replace(shots=shots, seed=config.seed if config.seed is not None else self.seed)
+        if config.diff_method == "best":
+            return tapes, config.replace(diff_method=self.best_method(tapes, config))
+        accepted = self.capabilities.diff_methods
+        if config.diff_method not in accepted:
+            raise invalid("diff_method", config.diff_method, f"one of {accepted} on {self.name!r}")
+        return tapes, config
+
+    def best_method(self, tapes: list[Any], config: ExecutionConfig) -> str:
+        """What ``diff_method="best"`` means for ``tapes`` under ``config`` (shots and seed settled): the first of
+        ``capabilities.diff_methods`` after ``"best"``, or ``"best"`` itself when the executor names no other
+        method (its own choice). Executors whose best method depends on the call (shots, memory) override it."""
+        return next((m for m in self.capabilities.diff_methods if m != "best"), "best")
+
+    def native_operations(self, tape: Any) -> list[Any] | None:
+        """The operations of ``tape`` that zero-noise folding folds (``hybridai.quantum.execution.run``): the gates
+        the executor's noise acts on, where it knows them (a PennyLane device with a noise transform); ``None``:
+        hybridai's elementary gates."""
+        return None
+
+
+def _shots_of(tapes: list[Any]) -> int | None:
+    """The total shots of the tapes that set shots (``tape.shots``), ``None`` when none does; tapes of one call
+    that set different shots are refused (one config runs them all)."""
+    totals = sorted({t.shots.total_shots for t in tapes if t.shots})
+    if len(totals) > 1:
+        raise invalid("shots", totals, "one number of shots for all tapes of one call (tape.shots), or "
+                      "ExecutionConfig(shots=...) for all of them")  # fmt: skip
+    return totals[0] if totals else None
 
 
 class Placement(Backend):
@@ -96,7 +153,7 @@ class Placement(Backend):
     def capabilities(self) -> PlacementCapabilities: ...
 
     @abstractmethod
-    def place(self, module: Any) -> Any:
+    def place(self, module: nn.Module) -> nn.Module:
         """Return ``module`` ready to run on this backend (moved, or wrapped)."""
 
 
@@ -115,7 +172,7 @@ class ChipCompiler(Backend):
     def capabilities(self) -> ChipCapabilities: ...
 
     @abstractmethod
-    def compile(self, model: Any, *, calibration: Any = None) -> CompiledNetwork:
+    def compile(self, model: nn.Module, *, calibration: torch.Tensor | None = None) -> CompiledNetwork:
         """A ``CompiledNetwork`` for ``model`` (an ``nn.Sequential``), quantized with the help of
         ``calibration`` (a batch in the model's input layout) where the chip needs activation ranges."""
 

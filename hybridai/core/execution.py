@@ -9,32 +9,50 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from hybridai.core.errors import check_seed, check_shots, invalid
 
 
+class Mitigation(Protocol):
+    """Error mitigation as executors and ``ExecutionConfig`` see it (``hybridai.ZNE`` is one).
+
+    engine: who runs it: ``"mitiq"`` (``hybridai.quantum.execution.run`` folds and extrapolates around any
+        executor) or an engine an executor runs itself (``QuantumCapabilities.mitigation_engines``, e.g. ``"ibm"``).
+    scale_factors: the noise scale factors the mitigated values are extrapolated from.
+    """
+
+    @property
+    def engine(self) -> str: ...
+
+    @property
+    def scale_factors(self) -> tuple[float, ...]: ...
+
+
 @dataclass(frozen=True)
 class ExecutionConfig:
-    """Per-call settings of ``QuantumExecutor.execute``.
+    """Per-call settings of ``QuantumExecutor.execute``, settled by ``QuantumExecutor.settle`` before it runs.
 
     wires: the register the tapes act on (wire labels, in order: position q is qubit q).
-    shots: ``None`` for the executor's default (exact, or its configured shots), or an int in [1, 2**31 - 1].
+    shots: an int in [1, 2**31 - 1], or ``None``: the tapes' shots, else the executor's default (exact, or its
+        configured shots). Settled: the shots every tape runs with (``None``: exact).
     seed: ``None`` for fresh randomness, or an int in [0, 2**32 - 1]: the same seed gives the same samples.
-    diff_method: a gradient method from the executor's ``capabilities.diff_methods``.
-    mitigation: ``hybridai.ZNE(...)`` or ``None``.
+        ``None`` settles to the executor's default seed.
+    diff_method: a gradient method from the executor's ``capabilities.diff_methods``; ``"best"`` settles to the
+        method the executor names for the call (``QuantumExecutor.best_method``).
+    mitigation: ``hybridai.ZNE(...)`` (a ``Mitigation``) or ``None``.
     keep_gates: the tapes were folded on purpose, with nothing marking the folds: the executor must not
         cancel or merge gates (Qiskit executors transpile at optimisation level 0). An executor whose
-        optimiser respects barriers declares ``fold_barriers = True`` (a class attribute; the Qiskit
-        executors do): zero-noise extrapolation then puts a barrier between folded blocks and sends
-        ``keep_gates=False``, and the executor optimises folded tapes as any other.
+        optimiser respects barriers declares ``capabilities.folds_need_barriers`` (the Qiskit executors do):
+        zero-noise extrapolation then puts a barrier between folded blocks and sends ``keep_gates=False``,
+        and the executor optimises folded tapes as any other.
     """
 
     wires: tuple[Any, ...] = ()
     shots: int | None = None
     seed: int | None = None
     diff_method: str = "best"
-    mitigation: Any = None
+    mitigation: Mitigation | None = None
     keep_gates: bool = False
 
     def __post_init__(self) -> None:

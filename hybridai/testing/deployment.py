@@ -169,7 +169,7 @@ def bad_input(s: Subject) -> str:
     probe, compiled = _compiled(s)
     x = probe.inputs()[..., :-1]
     got = [
-        expect_error(lambda: backend.compile("not a model"), "compile('not a model')", ("model",)),
+        expect_error(lambda: backend.compile("not a model"), "compile('not a model')", ("model",)),  # type: ignore[arg-type]
         expect_error(lambda: backend.compile(nn.Sequential(nn.Tanh())), "compile(Sequential(Tanh()))", ("Tanh",)),
         expect_error(lambda: compiled.run(x), f"run() on input of shape {tuple(x.shape)}", ("shape",)),
     ]

@@ -228,7 +228,7 @@ def input_errors(domain: str) -> Callable[[Subject], str]:
         backend = s.make()
         if not isinstance(backend, Placement):
             raise ConformanceError(f"{type(backend).__name__} is not a Placement: placement checks do not apply")
-        got = [expect_error(lambda: backend.place("not a module"), "place('not a module')", ("module",))]
+        got = [expect_error(lambda: backend.place("not a module"), "place('not a module')", ("module",))]  # type: ignore[arg-type]
         probe, build = _probe(domain)
         placed = _placed(s, domain, build())
         wrapped = [m for m in placed.modules() if _of(m, domain)]

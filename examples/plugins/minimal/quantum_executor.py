@@ -21,10 +21,9 @@ class MinimalExecutor(QuantumExecutor):
         return QuantumCapabilities(differentiable=True, exact=True, diff_methods=("best", "backprop"))
 
     def execute(self, tapes, config):
-        if config.diff_method not in self.capabilities.diff_methods:
-            raise invalid("diff_method", config.diff_method, f"one of {self.capabilities.diff_methods}")
-        if config.shots or any(tape.shots for tape in tapes):
+        tapes, config = self.settle(tapes, config)  # shots (the tapes' too), seed and "best" final; methods checked
+        if config.shots:
             raise invalid("shots", config.shots, "None (this executor is exact)")
         device = qml.device("default.qubit", wires=list(config.wires))  # per call: nothing kept between calls
-        results = qml.execute(list(tapes), device, diff_method="backprop")
+        results = qml.execute(tapes, device, diff_method="backprop")
         return Execution(list(results), ExecutionStats(circuits=sum(t.batch_size or 1 for t in tapes), calls=1))

@@ -25,7 +25,7 @@ float32 for ``"complex64"``. Only the qubits a gate or an observable touches are
   bits (``sampling``); gradients by the
   parameter-shift rule on sampled values (``"best"``/``"parameter-shift"``).
 - Zero-noise extrapolation (``mitigation=hybridai.ZNE()`` on a layer) folds with barriers and transpiles the
-  folded circuits as ``aer`` does (``fold_barriers``); training through it is differentiable.
+  folded circuits as ``aer`` does (``capabilities.folds_need_barriers``); training through it is differentiable.
 
 A state that would not fit in memory (``4^m`` coefficients per parameter set, and one per block for backprop) is
 refused before anything is allocated.
@@ -65,7 +65,6 @@ class DensityBackend(QiskitBackend):
     """Batched density matrices in torch with Qiskit noise models; see the module docstring."""
 
     family = "density"  # also when built directly (the registry sets the same)
-    runs_channels = True  # PennyLane's noise channels in a circuit are noise even without a noise model
     shared_options = ("shots", "seed", "optimization_level")
     own_options = ("dtype", "depolarizing", "readout_error", "noise_model")
 
@@ -101,7 +100,8 @@ class DensityBackend(QiskitBackend):
         return QuantumCapabilities(
             differentiable=True, exact=self.shots is None and not noisy, shots=True, noise=noisy,
             max_qubits=self.device.num_qubits if self.device is not None else None, diff_methods=DIFF_METHODS,
-            devices=("cpu", "cuda"), dtype=self.dtype,
+            devices=("cpu", "cuda"), dtype=self.dtype, folds_need_barriers=True,
+            runs_channels=True,  # PennyLane's noise channels in a circuit are noise even without a noise model
         )  # fmt: skip
 
     def hardware(self) -> Any:
@@ -128,24 +128,26 @@ class DensityBackend(QiskitBackend):
 
         return self.cached(("channel target",), make)
 
+    def best_method(self, tapes: list[Any], config: ExecutionConfig) -> str:
+        """``"parameter-shift"`` with shots (sampled values have no autograd gradient), ``"backprop"`` without."""
+        return "parameter-shift" if config.shots else "backprop"
+
     def check_resources(self, n_qubits: int, config: ExecutionConfig) -> None:
         super().check_resources(n_qubits, config)
         check_state_memory(self.name, n_qubits, density=True, itemsize=DTYPES[self.dtype].itemsize, remedy=REMEDY)
 
     def execute(self, tapes: Any, config: ExecutionConfig) -> Execution:
         """Every tape's whole batch (and, for parameter-shift gradients, every shifted copy of it) in one run."""
+        tapes, config = self.settle(tapes, config)
         self.check_config(config)
-        tapes = list(tapes)
         self.check_resources(len(config.wires), config)
-        shots = config.shots or next((t.shots.total_shots for t in tapes if t.shots), None) or self.shots
+        shots = config.shots
         if shots is None and self.options.get("readout_error") is not None:
             raise invalid("shots", None, "a number of shots when readout_error is set (readout errors act on samples)")
-        seed = config.seed if config.seed is not None else self.seed
-        config = config.replace(shots=shots, seed=seed)
         generator = None
         if shots:
             generator = torch.Generator()
-            generator.seed() if seed is None else generator.manual_seed(seed)
+            generator.seed() if config.seed is None else generator.manual_seed(config.seed)
         started = time.perf_counter()
         results, circuits = [], 0
         for tape in tapes:

@@ -1,18 +1,19 @@
 """Run tapes on a quantum executor, with zero-noise extrapolation around any executor.
 
-``execute(executor, tapes, config)`` is what layers and kernels call. Without mitigation, or when the
-executor runs the requested engine itself (``capabilities.mitigation_engines``, e.g. IBM's own ZNE),
-it hands the call over unchanged. Otherwise every tape is folded once per scale factor
+``execute(executor, tapes, config)`` is what layers and kernels call. It settles the call once
+(``QuantumExecutor.settle``: shots, seed and ``diff_method="best"`` made final) before any executor runs.
+Without mitigation, or when the executor runs the requested engine itself (``capabilities.mitigation_engines``,
+e.g. IBM's own ZNE), it hands the settled call over. Otherwise every tape is folded once per scale factor
 (``mitigation.folding``), ALL folded tapes go to the executor in ONE ``execute`` call (with
 ``keep_gates=True`` so nothing cancels the folds), and each result is extrapolated to zero noise.
-An executor whose optimiser respects barriers (class attribute ``fold_barriers = True``: the Qiskit
+An executor whose optimiser respects barriers (``capabilities.folds_need_barriers``: the Qiskit
 executors) gets a ``FoldBarrier`` between folded blocks instead, and ``keep_gates=False``: it runs the
 folded circuits as it runs any other (Qiskit: at its ``optimization_level``), so the scale-factor-1
 circuit is exactly the unmitigated one and "noisy" equals ZNE's own noisy value at scale 1.
-An executor that knows the gates its noise acts on (method ``native_operations(tape)``: a PennyLane device with
-a noise transform, whose noise follows each of its own gates) gets those gates folded, so that each fold adds
-the noise of one gate. The extrapolation is differentiable: d(mitigated)/d(noisy) from ``ZNE.combine`` is applied by the
-chain rule to whatever gradients the executor gives (autograd or the parameter-shift rule).
+An executor that knows the gates its noise acts on (``QuantumExecutor.native_operations(tape)``: a PennyLane
+device with a noise transform, whose noise follows each of its own gates) gets those gates folded, so that each fold
+adds the noise of one gate. The extrapolation is differentiable: d(mitigated)/d(noisy) from ``ZNE.combine`` is
+applied by the chain rule to whatever gradients the executor gives (autograd or the parameter-shift rule).
 """
 
 from __future__ import annotations
@@ -31,26 +32,24 @@ from hybridai.quantum.mitigation.zne import ZNE, ZNEResult
 
 
 def execute(executor: QuantumExecutor, tapes: Any, config: ExecutionConfig) -> Execution:
-    """``executor.execute(tapes, config)``, with ``config.mitigation`` applied around it when needed."""
+    """``executor.execute(tapes, config)`` on the settled call, with ``config.mitigation`` applied around it when
+    needed."""
     zne = config.mitigation
     if zne is not None and not isinstance(zne, ZNE):
         raise invalid("mitigation", zne, "None or hybridai.ZNE(...)")
-    if zne is None or zne.engine in executor.capabilities.mitigation_engines:
-        tapes = list(tapes)
-        return check_execution(executor, tapes, executor.execute(tapes, config), config.wires)
-    if zne.engine != "mitiq":
+    caps = executor.capabilities
+    if zne is not None and zne.engine != "mitiq" and zne.engine not in caps.mitigation_engines:
         raise invalid("mitigation", zne, f"engine='mitiq' on {executor.name!r} (engine={zne.engine!r} needs an "
                       f"executor that runs it itself, such as 'ibm:...')")  # fmt: skip
-    tapes = list(tapes)
-    if executor.capabilities.exact and getattr(executor, "runs_channels", False) and not _has_channels(tapes):
+    tapes, config = executor.settle(tapes, config)
+    if zne is None or zne.engine in caps.mitigation_engines:
+        return check_execution(executor, tapes, executor.execute(tapes, config), config.wires)
+    if caps.exact and caps.runs_channels and not _has_channels(tapes):
         _warn_noiseless(executor, stacklevel=3)
     n_folds = len(zne.scale_factors)
-    barriers = bool(getattr(executor, "fold_barriers", False))  # an optimising executor: folds need protecting
-    native = getattr(executor, "native_operations", None)  # the gates its noise meets, where it knows them
+    barriers = caps.folds_need_barriers
     folded = [
-        f
-        for tape in tapes
-        for f in fold_tape(tape, zne, config.wires, barriers, native(tape) if callable(native) else None)
+        f for tape in tapes for f in fold_tape(tape, zne, config.wires, barriers, executor.native_operations(tape))
     ]
     run = executor.execute(folded, config.replace(mitigation=None, keep_gates=not barriers))
     check_execution(executor, folded, run, config.wires)
@@ -102,7 +101,7 @@ def check_mitigation(executor: QuantumExecutor, mitigation: Any) -> Any:
             "mitigation", mitigation, f"engine='mitiq' on {executor.name!r} (engine={mitigation.engine!r} "
             "needs an 'ibm:' backend)",
         )  # fmt: skip
-    if caps.exact and not getattr(executor, "runs_channels", False):  # else: known once the circuit is (execute)
+    if caps.exact and not caps.runs_channels:  # else: known once the circuit is (execute)
         _warn_noiseless(executor, stacklevel=4)
     return mitigation
 

@@ -2,7 +2,7 @@
 
 The target is the device name (``pennylane:default.qubit``, ``pennylane:lightning.qubit``,
 ``pennylane:default.mixed``, ...). Options are passed to ``qml.device``, except ``shots``, which
-becomes the default shots of tapes that set none, and ``seed``, the default of
+becomes the default shots of calls whose config and tapes set none, and ``seed``, the default of
 ``ExecutionConfig.seed``, and ``rng``, a ``numpy.random.Generator`` (what a PennyLane device object's own generator,
 seeded by ``qml.device(..., seed=...)``, becomes: ``hybridai.quantum.framework_objects``): each unseeded device
 the backend makes draws from a copy of it, so the first run gives the samples the user's device would give on its
@@ -354,40 +354,43 @@ class PennyLaneBackend(QuantumExecutor):
         )
 
     def native_operations(self, tape: Any) -> list[Any] | None:
-        """The operations zero-noise folding folds (``hybridai.quantum.execution.run``): with ``device=``, the gates its
-        noise meets (``DeviceRecipe.native_operations``); None (hybridai's elementary gates) otherwise."""
+        """The operations zero-noise folding folds (``QuantumExecutor.native_operations``): with ``device=``, the gates
+        its noise meets (``DeviceRecipe.native_operations``); None (hybridai's elementary gates) otherwise."""
         return None if self.recipe is None else self.recipe.native_operations(tape)
 
-    def _method(self, dev: Any, diff_method: str, tape: Any) -> str:
+    def best_method(self, tapes: list[Any], config: ExecutionConfig) -> str:
+        """The first of ``"backprop"`` and ``"adjoint"`` the device differentiates the first tape by (with its
+        settled shots), else ``"parameter-shift"``."""
         from pennylane.devices import ExecutionConfig as DeviceConfig
 
-        if diff_method != "best":
-            accepted = self.capabilities.diff_methods
-            if diff_method not in accepted:
-                raise invalid("diff_method", diff_method, f"one of {accepted} on {self.name!r}")
-            if diff_method in ("backprop", "adjoint") and not dev.supports_derivatives(
-                DeviceConfig(gradient_method=diff_method), tape
-            ):  # a mid-circuit measurement under adjoint, say: refused here rather than deep inside PennyLane
-                why = " (mid-circuit measurements: qml.measure)" if _deferred_wires([tape], ()) else ""
-                raise invalid(
-                    "diff_method", diff_method, f"'best', 'parameter-shift' or 'finite-diff' for this circuit{why} "
-                    f"on {self.name!r}, whose device cannot differentiate it by {diff_method}",
-                )  # fmt: skip
-            return diff_method
+        if not tapes:
+            return "parameter-shift"
+        extra = () if self.recipe is not None else _deferred_wires(tapes, config.wires)  # a recipe's wires are its own
+        dev = self.device((*config.wires, *extra))
         for method in ("backprop", "adjoint"):
-            if dev.supports_derivatives(DeviceConfig(gradient_method=method), tape):
+            if dev.supports_derivatives(DeviceConfig(gradient_method=method), tapes[0]):
                 return method
         return "parameter-shift"
 
+    def _check_method(self, dev: Any, diff_method: str, tape: Any) -> None:
+        """Refuse ``backprop`` or ``adjoint`` where the device cannot differentiate ``tape`` by it."""
+        from pennylane.devices import ExecutionConfig as DeviceConfig
+
+        if diff_method in ("backprop", "adjoint") and not dev.supports_derivatives(
+            DeviceConfig(gradient_method=diff_method), tape
+        ):  # a mid-circuit measurement under adjoint, say: refused here rather than deep inside PennyLane
+            why = " (mid-circuit measurements: qml.measure)" if _deferred_wires([tape], ()) else ""
+            raise invalid(
+                "diff_method", diff_method, f"'best', 'parameter-shift' or 'finite-diff' for this circuit{why} "
+                f"on {self.name!r}, whose device cannot differentiate it by {diff_method}",
+            )  # fmt: skip
+
     def execute(self, tapes: Any, config: ExecutionConfig) -> Execution:
         """Every tape in ONE ``qml.execute`` call (broadcast tapes split by PennyLane when needed)."""
-        tapes = list(tapes)
+        tapes, config = self.settle(tapes, config)
         if config.mitigation is not None:
             raise invalid("mitigation", config.mitigation, f"None here: {self.name!r} runs ZNE through "
                           "hybridai.quantum.execution.run.execute")  # fmt: skip
-        shots = config.shots or self.shots
-        if shots is not None:
-            tapes = [t.copy(shots=shots) if config.shots or not t.shots else t for t in tapes]
         if tapes and (self.target in STATEVECTOR_DEVICES or self.target == "default.mixed"):
             copies = max(t.batch_size or 1 for t in tapes)  # broadcast tapes hold one state per parameter set
             wires = len(config.wires) + len(_deferred_wires(tapes, config.wires))
@@ -437,8 +440,9 @@ class PennyLaneBackend(QuantumExecutor):
                     f"{list(extra)} here, which backend= {self.recipe!r} lacks; accepted: that device made with "
                     f"wires={len(config.wires) + len(extra)} (qml.device(..., wires=n_qubits + one per qml.measure))"
                 )
-        dev = self.device((*config.wires, *extra), config.seed if config.seed is not None else self.seed)
-        method = self._method(dev, config.diff_method, tapes[0])
+        dev = self.device((*config.wires, *extra), config.seed)
+        method = config.diff_method
+        self._check_method(dev, method, tapes[0])
         dtype = max(
             (p.dtype for t in tapes for p in t.get_parameters(trainable_only=False) if torch.is_tensor(p)),
             key=lambda d: torch.finfo(d).bits if d.is_floating_point else 0,

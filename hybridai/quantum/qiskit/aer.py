@@ -113,7 +113,7 @@ class AerBackend(QiskitBackend):
         return QuantumCapabilities(
             differentiable=True, exact=self.shots is None and not noisy, shots=True, noise=noisy,
             max_qubits=self.device.num_qubits if self.device is not None else None,
-            diff_methods=caps.diff_methods, devices=caps.devices,
+            diff_methods=caps.diff_methods, devices=caps.devices, folds_need_barriers=caps.folds_need_barriers,
         )  # fmt: skip
 
     def hardware(self) -> Any:

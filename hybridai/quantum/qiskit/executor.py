@@ -96,9 +96,6 @@ class QiskitBackend(QuantumExecutor):
     """Shared machinery of the Qiskit families: conversion, transpilation cache, calls, retries."""
 
     device: Any = None  # the IBM device (or fake device) circuits run on; None: Aer's own simulator
-    # ZNE's folded circuits come with a barrier between folded blocks (hybridai.quantum.execution.run) and are
-    # transpiled at optimization_level like any other: the scale-factor-1 circuit IS the unmitigated one.
-    fold_barriers = True
     shared_options: tuple[str, ...] = SHARED_OPTIONS  # the options of QiskitBackend the family takes
     own_options: tuple[str, ...] = ()  # the family's options besides the shared ones (listed in errors)
 
@@ -193,6 +190,9 @@ class QiskitBackend(QuantumExecutor):
             noise=True,
             diff_methods=("best", "parameter-shift"),
             devices=("cpu",),
+            # ZNE's folded circuits come with a barrier between folded blocks (hybridai.quantum.execution.run) and
+            # are transpiled at optimization_level like any other: the scale-factor-1 circuit IS the unmitigated one
+            folds_need_barriers=True,
         )
 
     def cached(self, key: tuple, make: Any) -> Any:
@@ -302,10 +302,7 @@ class QiskitBackend(QuantumExecutor):
                                      "backend)")  # fmt: skip
 
     def check_config(self, config: ExecutionConfig) -> None:
-        """Refuse what this executor cannot do for ``config`` (gradient method, mitigation engine)."""
-        if config.diff_method not in self.capabilities.diff_methods:
-            accepted = self.capabilities.diff_methods
-            raise invalid("diff_method", config.diff_method, f"one of {accepted} on {self.name!r}")
+        """Refuse what this executor cannot do for the settled ``config`` (a mitigation engine it does not run)."""
         engines = self.capabilities.mitigation_engines
         if config.mitigation is not None and config.mitigation.engine not in engines:
             raise invalid(
@@ -325,12 +322,10 @@ class QiskitBackend(QuantumExecutor):
     def execute(self, tapes: Any, config: ExecutionConfig) -> Execution:
         """All tapes, every parameter set of their batches and every parameter shift in ONE primitive call
         (more only when ``max_parameter_sets`` splits it)."""
+        tapes, config = self.settle(tapes, config)
         self.check_config(config)
-        tapes = list(tapes)
         self.check_resources(len(config.wires), config)
-        shots = config.shots or next((t.shots.total_shots for t in tapes if t.shots), None) or self.shots
-        config = config.replace(shots=shots, seed=config.seed if config.seed is not None else self.seed)
-        tally = Tally(shots)
+        tally = Tally(config.shots)
         converted = [convert(tape, list(config.wires)) for tape in tapes]
         refuse_channels(self, [s for c in converted for s in c.channels])
         pairs = [self.transpiled(c, config.keep_gates) for c in converted]

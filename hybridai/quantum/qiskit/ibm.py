@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -106,6 +106,7 @@ class IBMBackend(QiskitBackend):
         return QuantumCapabilities(
             differentiable=True, exact=False, shots=True, noise=True, max_qubits=self.device.num_qubits,
             diff_methods=caps.diff_methods, devices=caps.devices, mitigation_engines=("ibm",),
+            folds_need_barriers=caps.folds_need_barriers,
         )  # fmt: skip
 
     def hardware(self) -> Any:
@@ -161,7 +162,7 @@ class IBMBackend(QiskitBackend):
         self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], config: ExecutionConfig, tally: Tally
     ) -> list:
         pubs = [(c, column(o), v) for (c, o), v in zip(pairs, values, strict=True)]
-        precision = 1 / math.sqrt(config.shots or self.shots)
+        precision = 1 / math.sqrt(cast(int, config.shots))  # settled: an int here (IBM's shots are 4096 unless given)
         estimator = self.estimator(config.seed, config.mitigation)
         redact_logs()  # cheap; covers loggers qiskit-ibm-runtime created since the backend was built
         result = self.run_job(lambda: estimator.run(pubs, precision=precision), tally)

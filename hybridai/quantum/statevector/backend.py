@@ -7,8 +7,9 @@ Options: ``dtype`` (``"complex128"``, default, or ``"complex64"``), ``seed`` (fo
 Gradients (``diff_method``): ``"backprop"`` (autograd through every step: exact, fastest, keeps one
 state per step), ``"adjoint"`` (``adjoint.py``: one forward pass over the batch and one backward sweep of
 inverse gates, keeping about five states), ``"parameter-shift"`` (``shifts.py``: every shifted circuit of
-the batch in ONE run, exact or sampled), and ``"best"``: parameter-shift with shots; without shots
-backprop, or adjoint when backprop's stored states would exceed ``max_memory``.
+the batch in ONE run, exact or sampled), and ``"best"`` (settled before the run: ``best_method``):
+parameter-shift with shots; without shots backprop, or adjoint when backprop's stored states would exceed
+``max_memory``.
 With ``shots``, values are estimated from samples drawn from the batched states (``torch.multinomial``
 per sample, ``torch.Generator`` seeded by ``seed``); their gradients use the parameter-shift rule on
 sampled values (``"best"`` or ``"parameter-shift"``).
@@ -127,8 +128,7 @@ class StatevectorBackend(QuantumExecutor):
         return made
 
     def execute(self, tapes: Any, config: ExecutionConfig) -> Execution:
-        if config.diff_method not in DIFF_METHODS:
-            raise invalid("diff_method", config.diff_method, f"one of {DIFF_METHODS} on {self.name!r}")
+        tapes, config = self.settle(tapes, config)
         if config.mitigation is not None:
             raise invalid("mitigation", config.mitigation, f"None on {self.name!r} (exact: nothing to mitigate)")
         results, stats = [], ExecutionStats()
@@ -177,55 +177,79 @@ class StatevectorBackend(QuantumExecutor):
                 self._plans[key] = (plan, measurements)
         return plan, measurements, steps
 
-    def _method(self, config: ExecutionConfig, needs_grad: bool, shots: int | None, n: int, b: int, limit: int) -> str:
-        """The gradient method this run uses (``"none"`` when no gradient is needed)."""
-        method = config.diff_method
-        if not needs_grad:
-            return "none"
-        if shots:
-            if method not in ("best", "parameter-shift"):
-                raise ConfigError(
-                    f"shots={shots} with diff_method={method!r} on {self.name!r}: sampled values have no autograd "
-                    "gradient; accepted: diff_method='parameter-shift' (or 'best') with shots, or shots=None"
-                )
+    def best_method(self, tapes: list[Any], config: ExecutionConfig) -> str:
+        """``"parameter-shift"`` with shots; without, ``"backprop"``, or ``"adjoint"`` when backprop's stored states
+        (one per planned step) would exceed the memory limit for a tape that needs gradients."""
+        if config.shots:
             return "parameter-shift"
-        return method  # "best" without shots: decided by the plan's stored states (``_execute``)
+        wires = list(config.wires)
+        return "backprop" if all(self._backprop_fits(tape, wires) for tape in tapes) else "adjoint"
 
-    def _execute(self, tape: Any, wires: list, config: ExecutionConfig) -> tuple[Any, int, int]:
-        """(results, shots per circuit, circuits run) of one tape."""
+    def _backprop_fits(self, tape: Any, wires: list) -> bool:
+        """Whether backprop's stored states for ``tape`` fit the memory limit (True when it needs no gradient); the
+        plan made to count them is cached for the run."""
         n = len(wires)
+        tensors, device, b, limit = self._sizes(tape, n)
+        if not (torch.is_grad_enabled() and any(p.requires_grad for p in tensors)):
+            return True
+
+        def fewest(keys: list[tuple]) -> None:  # the fewer of backprop's and adjoint's states, refused before planning
+            backprop = MIN_STATES + (initial_steps(keys) < len(keys))  # a step after the initial state: one more
+            check_size(n, b, self.cdtype, limit, min(backprop, ADJOINT_STATES))
+
+        plan, _, _ = self._prepared(tape.operations, tape.measurements, wires, device, b, fewest)
+        assert plan is not None  # planned=True
+        itemsize = self.cdtype.itemsize
+        return itemsize * 2**n * b * (len(plan.funcs) + MIN_STATES) + plan.fused_runs * itemsize * 4**n * 8 <= limit
+
+    def _sizes(self, tape: Any, n: int) -> tuple[list[torch.Tensor], torch.device, int, int]:
+        """(tensor parameters, device, batch size, memory limit) of ``tape``, its size checked before converting and
+        planning allocate anything of size 2^n."""
         tensors = [p for p in tape.get_parameters(trainable_only=False) if torch.is_tensor(p)]
         device = self._device_of(tensors)
         b = tape.batch_size or 1
         limit = self.max_memory if self.max_memory is not None else memory_limit(device)
-        check_size(n, b, self.cdtype, limit)  # before converting and planning allocate anything of size 2^n
-        shots = config.shots or (tape.shots.total_shots if tape.shots else self.shots)
+        check_size(n, b, self.cdtype, limit)
+        return tensors, device, b, limit
+
+    def _method(self, config: ExecutionConfig, needs_grad: bool) -> str:
+        """The gradient method this run uses (``"none"`` when no gradient is needed)."""
+        method = config.diff_method
+        if not needs_grad:
+            return "none"
+        if config.shots and method != "parameter-shift":
+            raise ConfigError(
+                f"shots={config.shots} with diff_method={method!r} on {self.name!r}: sampled values have no autograd "
+                "gradient; accepted: diff_method='parameter-shift' (or 'best') with shots, or shots=None"
+            )
+        return method
+
+    def _execute(self, tape: Any, wires: list, config: ExecutionConfig) -> tuple[Any, int, int]:
+        """(results, shots per circuit, circuits run) of one tape."""
+        n = len(wires)
+        tensors, device, b, limit = self._sizes(tape, n)
+        shots = config.shots
         if tape.shots and tape.shots.has_partitioned_shots:
             raise UnsupportedOperationError(f"shot vectors ({tape.shots}) on the statevector backend; {SUGGESTION}")
         needs_grad = torch.is_grad_enabled() and any(p.requires_grad for p in tensors)
-        method = self._method(config, needs_grad, shots, n, b, limit)
+        method = self._method(config, needs_grad)
         generator = None
         if shots:
             generator = torch.Generator()
-            seed = config.seed if config.seed is not None else self.seed
-            generator.seed() if seed is None else generator.manual_seed(seed)
+            generator.seed() if config.seed is None else generator.manual_seed(config.seed)
         if method == "parameter-shift":
             result, circuits = self._shifted(tape, wires, device, b, limit, shots, generator)
             return result, shots or 0, circuits
 
         def fewest(keys: list[tuple]) -> None:  # the gradient's states at the least, refused before planning
             backprop = MIN_STATES + (initial_steps(keys) < len(keys))  # a step after the initial state: one more
-            states = {"adjoint": ADJOINT_STATES, "backprop": backprop, "best": min(backprop, ADJOINT_STATES)}
+            states = {"adjoint": ADJOINT_STATES, "backprop": backprop}
             check_size(n, b, self.cdtype, limit, states.get(method, MIN_STATES))
 
         plan, measurements, steps = self._prepared(
             tape.operations, tape.measurements, wires, device, b, fewest, planned=method != "adjoint"
         )
         mps = tape.measurements
-        if method == "best":  # backprop, unless its stored states (one per planned step) would exceed the limit
-            itemsize = self.cdtype.itemsize
-            kept = itemsize * 2**n * b * (len(plan.funcs) + MIN_STATES) + plan.fused_runs * itemsize * 4**n * 8
-            method = "adjoint" if kept > limit else "backprop"
         if method == "adjoint" or plan is None:
             check_size(n, b, self.cdtype, limit, ADJOINT_STATES)
             measure = lambda psi: measure_exact(measurements, mps, psi)  # noqa: E731
