@@ -137,7 +137,7 @@ def test_the_issue_s_model_without_a_read_out_deploys_on_loihi2():
 
 def test_the_sigma_delta_model_in_torch_is_the_float_model():
     model, x = sigma_delta_model(), frames()
-    deployment = hybridai.deploy(model, spiking="torch", classical="torch")
+    deployment = hybridai.deploy(model, chip="torch", classical="torch")
     assert deployment.segments[0] == ("spiking [0-4]", "torch")
     report = deployment.report(x)
     assert all(s.agreement["relative error"] == 0 for s in report.segments)
