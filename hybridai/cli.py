@@ -319,17 +319,17 @@ def cmd_deploy_report(args: argparse.Namespace) -> int:
     calibration = _load_batch(args.calibration, "calibration")[0] if args.calibration else x
     energy = dict(args.energy) if args.energy else None
     options = dict(args.option or [])
-    hybrid = any(v is not None for v in (args.spiking, args.quantum, args.classical, args.shots)) or args.zne
+    hybrid = any(v is not None for v in (args.chip, args.quantum, args.classical, args.shots)) or args.zne
     if args.quantum_option and not hybrid:
         raise invalid("--quantum-option", sorted(dict(args.quantum_option)), "only with --quantum (the hybrid form)")
     try:
         if hybrid:
             if args.backend is not None:
-                raise invalid("--backend", args.backend, "not with --spiking/--quantum/--classical/--shots/--zne")
+                raise invalid("--backend", args.backend, "not with --chip/--quantum/--classical/--shots/--zne")
             deployment = deploy(
-                model, spiking=args.spiking, quantum=args.quantum, classical=args.classical, shots=args.shots,
+                model, chip=args.chip, quantum=args.quantum, classical=args.classical, shots=args.shots,
                 mitigation=_zne() if args.zne else None, calibration=calibration, energy=energy,
-                spiking_options=options or None, quantum_options=dict(args.quantum_option or []) or None,
+                chip_options=options or None, quantum_options=dict(args.quantum_option or []) or None,
             )  # fmt: skip
         else:
             deployment = deploy(model, args.backend or "loihi", calibration=calibration, energy=energy, **options)
@@ -400,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
         "deploy-report",
         help="deploy a saved model on a chip, or each domain on its backend, and print the report",
         description="Deploy MODEL with hybridai.deploy, run it on the batch in DATA and print the report: on one "
-        "chip (--backend), or segment by segment with --spiking/--quantum/--classical (a hybrid model). Files "
+        "chip (--backend), or segment by segment with --chip/--quantum/--classical (a hybrid model). Files "
         "are read so that nothing in them can run code (torch.load with weights_only=True, numpy without "
         "pickles): a saved model may use torch.nn layers and hybridai's spiking layers only; any other model "
         "comes from Python code you name (FILE.py:FACTORY) with its state_dict in --weights.",
@@ -415,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("--weights", metavar="FILE", help="torch.save(model.state_dict(), FILE), loaded into the model")
     p.add_argument("--backend", help="one chip for the whole model: loihi (default), akida, nengo")
-    p.add_argument("--spiking", help="hybrid form: the chip (or torch[:device]) for the spiking segments")
+    p.add_argument("--chip", help="hybrid form: the chip (or torch[:device]) for the spiking segments")
     p.add_argument("--quantum", help="hybrid form: the backend of the quantum segments, e.g. aer:fake_manila")
     p.add_argument("--classical", help="hybrid form: the torch device of the classical segments (default torch)")
     p.add_argument("--shots", type=int, help="hybrid form: shots per circuit of the quantum segments")

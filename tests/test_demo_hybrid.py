@@ -87,8 +87,10 @@ def test_the_akida_option_runs_a_cnn_front_end_on_frames(tmp_path, capsys):
     chip = segment(exact, "chip")
     assert chip.backend == "akida" and chip.cost.chip.time_steps == 1  # frames, not time steps
     assert [layer.name.split(": ")[1] for layer in chip.cost.chip.layers][:2] == ["Conv2d", "Conv2d"]
+    assert chip.name.startswith("activations [0-") and chip.cost.event_word == "non-zero activations"
     printed = capsys.readouterr().out
     assert "Conv2d" in printed and "chip s (akida)" in printed
+    assert "non-zero activations, " in " ".join(printed.split())  # the chip paragraph counts them in akida's word
 
 
 def test_the_models_take_the_layout_their_chip_takes():

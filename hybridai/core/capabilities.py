@@ -77,6 +77,8 @@ class ChipCapabilities:
     frames: the chip takes frames ``[B, ...]`` (Akida), not time-major ``[T, B, ...]`` input: its segment is
         the model's front end, the layers from the input that it takes.
     takes: what it compiles, in words (the model shape and conditions such as ``reset='zero'``), for refusals.
+    event_word: what the chip calls the events its neurons send (``"spikes"``, ``"graded messages"``,
+        ``"non-zero activations"``), as deployment reports count them.
     """
 
     bit_exact: bool = False
@@ -86,6 +88,7 @@ class ChipCapabilities:
     layers: tuple[str, ...] = ()
     frames: bool = False
     takes: str = ""
+    event_word: str = "spikes"
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 

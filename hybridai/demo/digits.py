@@ -55,25 +55,13 @@ def digits_split(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, t
 
 
 def train(model, x, y, epochs: int, batch_size: int, seed: int, label: str) -> float:
-    """Adam + cross-entropy; returns seconds per epoch."""
-    from tqdm.auto import tqdm
+    """``model`` trained by ``hybridai.training.fit``: Adam + cross-entropy on minibatches shuffled with ``seed``;
+    returns seconds per epoch."""
+    from hybridai.training import TensorBatches, fit
 
-    generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    loss_fn = nn.CrossEntropyLoss()
-    steps = math.ceil(len(x) / batch_size)
     start = time.perf_counter()
-    with tqdm(total=epochs * steps, desc=label, unit="step", leave=False) as bar:
-        for epoch in range(epochs):
-            order = torch.randperm(len(x), generator=generator)
-            for i in range(steps):
-                idx = order[i * batch_size : (i + 1) * batch_size]
-                optimizer.zero_grad()
-                loss = loss_fn(model(x[idx]), y[idx])
-                loss.backward()
-                optimizer.step()
-                bar.update()
-            bar.set_postfix(epoch=epoch + 1, loss=f"{loss.item():.3f}")
+    fit(model, TensorBatches(x, y, batch_size, seed=seed), None, nn.CrossEntropyLoss(), optimizer, epochs, desc=label)
     return (time.perf_counter() - start) / epochs
 
 

@@ -60,23 +60,15 @@ def event_data(samples: int, steps: int, seed: int, noise_hz: float = NOISE_HZ) 
 def train(
     model: EventModel, x: torch.Tensor, y: torch.Tensor, epochs: int, seed: int, label: str, batch_size: int = 32
 ) -> list[float]:
-    """Adam + cross-entropy on minibatches of ``model.trained`` (``x`` in the model's layout); the mean loss per
-    epoch."""
-    from tqdm.auto import tqdm
+    """``model.trained`` trained by ``hybridai.training.fit``: Adam + cross-entropy on minibatches shuffled with
+    ``seed`` (``x`` in the model's layout, its samples along ``model.batch_dim``); the mean loss per epoch."""
+    from hybridai.training import TensorBatches, fit
 
     optimizer = torch.optim.Adam(model.trained.parameters(), lr=0.01)
-    generator = torch.Generator().manual_seed(seed)
-    losses = []
-    for _ in tqdm(range(epochs), desc=f"training {label}", unit="epoch", leave=False):
-        total = 0.0
-        for batch in torch.randperm(len(y), generator=generator).split(batch_size):
-            optimizer.zero_grad()
-            loss = nn.functional.cross_entropy(model.trained(x.index_select(model.batch_dim, batch)), y[batch])
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * len(batch)
-        losses.append(total / len(y))
-    return losses
+    batches = TensorBatches(x, y, batch_size, batch_dim=model.batch_dim, seed=seed)
+    history = fit(model.trained, batches, None, nn.functional.cross_entropy, optimizer, epochs,
+                  batch_dim=model.batch_dim, desc=f"training {label}")  # fmt: skip
+    return [epoch["train_loss"] for epoch in history]
 
 
 @torch.no_grad()

@@ -17,7 +17,6 @@ from hybridai.core.text_table import format_table
 
 RUNNERS = {"loihi2": "hybridai's bit-exact Loihi 2 emulator", "loihi": "hybridai's bit-exact Loihi emulator",
            "akida": "BrainChip's Akida engine in software", "nengo": "nengo's simulator"}  # fmt: skip
-EVENT_NAMES = {"loihi2": "graded messages", "loihi": "spikes", "nengo": "spikes", "akida": "non-zero activations"}
 KINDS = ("chip", "quantum", "classical")
 WIDTH = 110  # characters per line of the legend
 
@@ -115,10 +114,9 @@ def chip_cost(report: Any, chip: str) -> str:
             f"energy: not estimated: there are no public per-event energy figures for {chip!r} (pass measured "
             "constants with hybridai.deploy(..., energy={...}))"
         )
-    name = EVENT_NAMES.get(chip, "events")
     return textwrap.fill(
-        f"chip segment {segment.name} on {segment.backend}, per test recording: {events:,.0f} {name}, {ops:,.0f} "
-        f"synaptic ops{saved}, {steps}; {joules}",
+        f"chip segment {segment.name} on {segment.backend}, per test recording: {events:,.0f} "
+        f"{segment.cost.event_word}, {ops:,.0f} synaptic ops{saved}, {steps}; {joules}",
         WIDTH,
         subsequent_indent="  ",
     )

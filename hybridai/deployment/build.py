@@ -26,6 +26,8 @@ from hybridai.neuromorphic.segments import Segment, cut, flatten, layer_name
 from hybridai.quantum.framework_objects import backend_spec
 from hybridai.spiking.graph import SPIKING
 
+ARGUMENTS = {"spiking": "chip"}  # deploy's keyword for a domain's backend, where it is not the domain's name
+
 
 def build(
     model: nn.Module,
@@ -58,12 +60,12 @@ def build(
     }
     for domain, given in (("spiking", chip), ("quantum", quantum), ("classical", classical)):
         if given is not None and domain not in present:
-            argument = "chip" if domain == "spiking" else domain
+            argument = ARGUMENTS.get(domain, domain)
             what = f"spiking layers (kinds {', '.join(SPIKING)})" if domain == "spiking" else f"{domain} layers"
             raise invalid(argument, getattr(backends[domain], "name", given), f"None: the model has no {what}")
     on_chip = isinstance(spiking, ChipCompiler)
     if energy is not None and not on_chip:
-        raise invalid("energy", "a dict", "None when no spiking segment runs on a chip (spiking='loihi', ...)")
+        raise invalid("energy", "a dict", "None when no spiking segment runs on a chip (chip='loihi', ...)")
     chip_energy = energy_model(spiking.family, energy) if isinstance(spiking, ChipCompiler) else None
     cuts = None  # the float model's tensors at the chip segments' cuts, run as far as the last chip segment
     if calibration is not None and on_chip:
@@ -120,12 +122,13 @@ def _cut(model: nn.Module, chip: Backend | None, whole: bool) -> list[Segment]:
 def _backend(domain: str, name: Any, options: Mapping[str, Any] | None) -> Backend | None:
     """The backend for ``domain`` (None: the layers keep their own; torch for spiking/classical); ``quantum=``
     takes what ``QuantumLayer(backend=...)`` takes (a PennyLane device, a Qiskit backend: ``backend_spec``)."""
-    argument = f"{'spiking' if domain == 'spiking' else domain}_options"
+    keyword = ARGUMENTS.get(domain, domain)
+    argument = f"{keyword}_options"
     if options is not None and not isinstance(options, Mapping):
         raise invalid(argument, type(options).__name__, "a dict of backend options")
     if name is None:
         if options:
-            raise invalid(argument, sorted(options), f"None unless {domain}= names a backend")
+            raise invalid(argument, sorted(options), f"None unless {keyword}= names a backend")
         return None if domain == "quantum" else registry.get("torch", Placement, domain=domain)
     if domain == "quantum":
         spec, implied = backend_spec(name, None, argument="quantum")  # its options give way to quantum_options
@@ -135,7 +138,7 @@ def _backend(domain: str, name: Any, options: Mapping[str, Any] | None) -> Backe
         raise invalid("classical", backend.name, "a placement backend for classical layers, e.g. 'torch:cuda'")
     if not (isinstance(backend, ChipCompiler) or domain in backend.domains):
         raise invalid(
-            domain, backend.name, "a chip ('loihi', 'loihi2', 'akida', 'nengo', a plugin chip) or 'torch[:device]'"
+            keyword, backend.name, "a chip ('loihi', 'loihi2', 'akida', 'nengo', a plugin chip) or 'torch[:device]'"
         )
     return backend
 
@@ -159,7 +162,7 @@ def refuse_quantum_layers(model: Any, chip: str, options: Mapping[str, Any]) -> 
     if quantum:
         shown = ", ".join(quantum[:3]) + (", ..." if len(quantum) > 3 else "")
         named = ", ".join(f"{k!r}: ..." for k in sorted(options))  # values unshown: one may be a token
-        chip_options = f", spiking_options={{{named}}}" if options else ""
+        chip_options = f", chip_options={{{named}}}" if options else ""
         raise invalid(
             "backend", chip,
             f"a chip for a model without quantum layers (this one has {shown}); deploy a hybrid model one backend per "

@@ -1,9 +1,10 @@
 """The cost of one segment as a reader sees it: a chip's activity per layer and its energy, a torch segment's MACs.
 
 ``chip_text`` prints what a chip segment did on a batch (samples, time steps, latency; per layer: neurons,
-spikes per step, firing rate, synaptic operations and neuron updates per step, nJ per sample and the
-synaptic operations saved against a dense run) and the energy constants it was priced with, each with its
-source. ``mac_text`` prices a torch segment's multiply-accumulates with a published fp32 figure.
+events per step in the chip's word for them (spikes, graded messages, non-zero activations), firing rate,
+synaptic operations and neuron updates per step, nJ per sample and the synaptic operations saved against a
+dense run) and the energy constants it was priced with, each with its source. ``mac_text`` prices a torch
+segment's multiply-accumulates with a published fp32 figure.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ def _saved(activity: LayerActivity) -> str:
     return f"{1 - activity.synaptic_ops / activity.dense_synaptic_ops:.1%}"
 
 
-def chip_text(name: str, backend: str, run: ChipRun, energy: EnergyEstimate | None) -> str:
-    """A chip segment's activity table and energy estimate (module docstring)."""
+def chip_text(name: str, backend: str, run: ChipRun, energy: EnergyEstimate | None, event_word: str) -> str:
+    """A chip segment's activity table and energy estimate (module docstring); ``event_word``: what the chip calls
+    its events."""
     steps = max(run.samples * run.time_steps, 1)
     per_layer = dict(energy.per_layer) if energy else {}
     dense = any(a.dense_synaptic_ops is not None for a in run.layers)
@@ -38,7 +40,7 @@ def chip_text(name: str, backend: str, run: ChipRun, energy: EnergyEstimate | No
         ]
         for a in run.layers
     ]
-    headers = ["layer", "neurons", "spikes/step", "rate", "syn. ops/step", "updates/step", "nJ/sample"]
+    headers = ["layer", "neurons", f"{event_word}/step", "rate", "syn. ops/step", "updates/step", "nJ/sample"]
     return "\n".join(
         [
             f"{name} on {backend}: {run.samples} samples x {run.time_steps} time steps, latency "

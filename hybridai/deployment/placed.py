@@ -44,10 +44,10 @@ from hybridai.spiking.graph import SPIKING, kind_of
 class SegmentCost:
     """What one run of a segment cost, in its domain's units.
 
-    seconds: wall time of the run. chip: the chip's activity (spikes, synaptic operations, neuron
-    updates, time steps) and ``energy`` its estimate, for a chip segment. quantum: circuits, primitive
-    calls and shots, for a quantum segment. macs: multiply-accumulates of the ``nn.Linear``/``nn.Conv2d``
-    layers, for a segment run in torch.
+    seconds: wall time of the run. chip: the chip's activity (events, synaptic operations, neuron
+    updates, time steps) and ``energy`` its estimate, for a chip segment; ``event_word``: what the chip calls
+    its events (``ChipCapabilities.event_word``). quantum: circuits, primitive calls and shots, for a quantum
+    segment. macs: multiply-accumulates of the ``nn.Linear``/``nn.Conv2d`` layers, for a segment run in torch.
     """
 
     seconds: float
@@ -55,6 +55,7 @@ class SegmentCost:
     energy: EnergyEstimate | None = None
     quantum: ExecutionStats | None = None
     macs: int | None = None
+    event_word: str = "spikes"
 
     def describe(self) -> str:
         """One line: the counts that matter for this segment."""
@@ -63,7 +64,7 @@ class SegmentCost:
             run = self.chip
             spikes = sum(layer.spikes for layer in run.layers)
             ops = sum(layer.synaptic_ops for layer in run.layers)
-            parts += [f"{spikes:,} spikes", f"{ops:,} synaptic ops", f"{run.time_steps} time steps/sample"]
+            parts += [f"{spikes:,} {self.event_word}", f"{ops:,} synaptic ops", f"{run.time_steps} time steps/sample"]
             if self.energy is not None:
                 parts.append(f"{self.energy.per_sample * 1e9:.3g} nJ/sample")
         if self.quantum is not None:
@@ -88,6 +89,7 @@ class PlacedSegment:
     runner: nn.Module | None = None
     compiled: CompiledNetwork | None = None
     energy: EnergyModel | None = None
+    event_word: str = "spikes"  # the chip's word for its events (ChipCapabilities.event_word)
     quantum_layers: list[QuantumModule] = field(default_factory=list)
     # quantum layers keep their last run's statistics: one run at a time, so that each run reports its own
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -103,7 +105,7 @@ class PlacedSegment:
             chip_run = self.compiled.run(x)
             seconds = time.perf_counter() - start
             energy = estimate(chip_run, self.energy) if self.energy is not None else None
-            return chip_run.outputs, SegmentCost(seconds, chip=chip_run, energy=energy)
+            return chip_run.outputs, SegmentCost(seconds, chip=chip_run, energy=energy, event_word=self.event_word)
         assert self.runner is not None
         if self.quantum_layers:
             with self._lock, torch.no_grad():
@@ -162,7 +164,8 @@ def place_segment(
     reference = whole if whole is not None else _sequential(segment)
     if isinstance(backend, ChipCompiler):
         compiled = backend.compile(reference, calibration=calibration)
-        return PlacedSegment(segment, backend, reference, compiled=compiled, energy=energy)
+        word = backend.capabilities.event_word
+        return PlacedSegment(segment, backend, reference, compiled=compiled, energy=energy, event_word=word)
     runner = copy.deepcopy(reference).eval()
     if segment.domain == "quantum":
         runner = _retarget_quantum(runner, backend, requested, shots, mitigation)

@@ -167,7 +167,7 @@ class DeploymentReport:
         ]
         for s in self.segments:
             if s.cost.chip is not None:
-                parts += ["", chip_text(s.name, s.backend, s.cost.chip, s.cost.energy)]
+                parts += ["", chip_text(s.name, s.backend, s.cost.chip, s.cost.energy, s.cost.event_word)]
         macs = [(s.name, s.cost.macs) for s in self.segments if s.cost.macs]
         if macs:
             parts += ["", mac_text(macs, self.samples)]

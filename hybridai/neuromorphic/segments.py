@@ -26,7 +26,9 @@ domain by these rules, in order:
 
 Without a chip (a torch placement, or ``None``) and for a chip that declares nothing (a plugin's choice:
 its ``compile`` refuses what it cannot take), spiking regions follow the first rules unbounded. The
-segment a chip compiles is domain ``spiking``, whatever its layers (Akida's are ReLU layers).
+segment a chip compiles is domain ``spiking`` (the chip's, as ``deploy(chip=)`` names it), whatever its
+layers; its label says what runs there: ``spiking`` for LIF, CUBA or SigmaDelta layers, ``activations`` for
+a chip segment without them (Akida's ReLU front end, which sends non-zero activations, not spikes).
 
 Layers are positions, not objects: a module used twice (one ``nn.Linear`` or ``QuantumLayer`` at two positions)
 is two layers, each with its own domain, as the model runs it.
@@ -65,10 +67,20 @@ class Segment:
     layers: tuple[tuple[str, nn.Module], ...]
 
     @property
+    def computes(self) -> str:
+        """What runs in the segment: its domain, except ``"activations"`` for a chip segment without spiking layers
+        (Akida's ReLU front end)."""
+        if self.domain == "spiking" and not any(
+            kind_of(m) in SPIKING for _, layer in self.layers for m in layer.modules()
+        ):
+            return "activations"
+        return self.domain
+
+    @property
     def label(self) -> str:
-        """``"spiking [0-2]"``: the domain and the range of layer indices."""
+        """``"spiking [0-2]"``: what runs in the segment (``computes``) and the range of layer indices."""
         first, last = self.layers[0][0], self.layers[-1][0]
-        return f"{self.domain} [{first}]" if first == last else f"{self.domain} [{first}-{last}]"
+        return f"{self.computes} [{first}]" if first == last else f"{self.computes} [{first}-{last}]"
 
     def module(self) -> nn.Sequential:
         """The segment's layers as an ``nn.Sequential`` (the modules themselves, not copies)."""

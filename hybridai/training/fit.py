@@ -16,13 +16,13 @@ from typing import Any
 
 import torch
 
-from hybridai.core.errors import MissingExtraError, invalid, optional_int, positive_int
+from hybridai.core.errors import MissingExtraError, ShapeError, invalid, non_negative_int, optional_int, positive_int
 from hybridai.training import distributed
 
 AMP_DTYPES = {"cpu": (torch.bfloat16,), "cuda": (torch.float16, torch.bfloat16)}
 
 
-def _epoch(model, data, loss_fn, optimizer, train: bool, device, progress: bool, desc: str, amp, scaler):
+def _epoch(model, data, loss_fn, optimizer, train: bool, device, progress: bool, desc: str, amp, scaler, batch_dim):
     """One pass over ``data``; returns this rank's (summed loss x samples, samples)."""
     model.train(train)
     total, count = 0.0, 0
@@ -46,9 +46,20 @@ def _epoch(model, data, loss_fn, optimizer, train: bool, device, progress: bool,
                 else:
                     loss.backward()
                     optimizer.step()
-            total += float(loss.detach()) * len(x)
-            count += len(x)
+            samples = _samples(x, batch_dim)
+            total += float(loss.detach()) * samples
+            count += samples
     return total, count
+
+
+def _samples(x, batch_dim: int) -> int:
+    """The samples in the batch ``x``: its length along ``batch_dim`` (``len(x)`` for dimension 0)."""
+    if batch_dim == 0:
+        return len(x)
+    if not torch.is_tensor(x) or x.ndim <= batch_dim:
+        shown = tuple(x.shape) if torch.is_tensor(x) else type(x).__name__
+        raise invalid("batch_dim", batch_dim, f"a dimension of every batch's x (one has {shown})", ShapeError)
+    return int(x.shape[batch_dim])
 
 
 def _device_type(model: torch.nn.Module, device) -> str:
@@ -126,6 +137,8 @@ def fit(
     progress: bool = True,
     amp: torch.dtype | None = None,
     tensorboard: str | os.PathLike | None = None,
+    batch_dim: int = 0,
+    desc: str = "",
 ) -> list[dict]:
     """Train ``model`` for up to ``epochs`` epochs; return one dict of metrics per epoch.
 
@@ -139,25 +152,36 @@ def fit(
     on CPU, ``torch.float16`` or ``torch.bfloat16`` on CUDA (float16 adds a ``GradScaler``).
     ``tensorboard``: a log folder; rank 0 writes each epoch's metrics and learning rate there
     (needs ``pip install 'hybridai[tensorboard]'``).
+
+    ``batch_dim``: the dimension of each batch's ``x`` that holds its samples, by which its loss is weighted (1 for
+    time-major spiking input ``[T, B, ...]``; ``hybridai.training.TensorBatches`` batches along it). ``desc``: a
+    label for the progress bars (``"hybrid: epoch 1/15"``).
     """
     callbacks = _check_arguments(
         model, train_data, val_data, loss, optimizer, epochs, patience, callbacks, device, progress
     )
+    non_negative_int("batch_dim", batch_dim)
+    if not isinstance(desc, str):
+        raise invalid("desc", desc, "a str: the progress bars' label")
     autocast = _check_amp(amp, model, device)
     scaler = torch.amp.GradScaler(autocast[0]) if autocast is not None and autocast[1] == torch.float16 else None
     progress = progress and distributed.rank() == 0
     writer = None if tensorboard is None else _summary_writer(tensorboard)
     history: list[dict] = []
     best, waited = math.inf, 0
+    label = f"{desc}: " if desc else ""
     try:
         for epoch in range(epochs):
             sampler = getattr(train_data, "sampler", None)
             if sampler is not None and hasattr(sampler, "set_epoch"):
                 sampler.set_epoch(epoch)
-            desc = f"epoch {epoch + 1}/{epochs}"
-            sums = _epoch(model, train_data, loss, optimizer, True, device, progress, desc, autocast, scaler)
+            bar = f"{label}epoch {epoch + 1}/{epochs}"
+            sums = _epoch(model, train_data, loss, optimizer, True, device, progress, bar, autocast, scaler, batch_dim)
             if val_data is not None:
-                sums += _epoch(model, val_data, loss, optimizer, False, device, progress, "val", autocast, None)
+                val = f"{label}val"
+                sums += _epoch(
+                    model, val_data, loss, optimizer, False, device, progress, val, autocast, None, batch_dim
+                )
             sums = distributed.all_reduce_sum(sums)
             metrics = {"epoch": epoch, "train_loss": sums[0] / max(sums[1], 1)}
             if val_data is not None:

@@ -137,7 +137,7 @@ def test_the_issue_s_model_without_a_read_out_deploys_on_loihi2():
 
 def test_the_sigma_delta_model_in_torch_is_the_float_model():
     model, x = sigma_delta_model(), frames()
-    deployment = hybridai.deploy(model, spiking="torch", classical="torch")
+    deployment = hybridai.deploy(model, chip="torch", classical="torch")
     assert deployment.segments[0] == ("spiking [0-4]", "torch")
     report = deployment.report(x)
     assert all(s.agreement["relative error"] == 0 for s in report.segments)
@@ -162,7 +162,7 @@ def test_an_akida_front_end_equals_brainchips_engine_on_the_same_quantized_netwo
     model, calibration, x = akida_model(), images(32), images(12)
     deployment = hybridai.deploy(model, chip="akida", quantum="statevector", calibration=calibration)
     assert deployment.segments == [
-        ("spiking [0-4]", "akida"),
+        ("activations [0-4]", "akida"),
         ("classical [5-6]", "torch"),
         ("quantum [7]", "statevector"),
         ("classical [8]", "torch"),
@@ -243,7 +243,7 @@ CASES = {  # chip: (model, input, calibration)
     "nengo": (snn, spikes, None),
     "loihi2": (lambda: nn.Sequential(*sigma_delta_model()[:4], SpikeCountDecoder()), frames, None),
     "akida": (lambda: nn.Sequential(*akida_model()[:5]), lambda: images(6), images),
-}
+}  # the loihi2 and akida models are their front ends of (a) and (b)
 
 
 @pytest.mark.parametrize("chip", list(CASES))
@@ -253,7 +253,8 @@ def test_the_one_chip_form_and_the_hybrid_form_give_the_same_outputs_and_report(
     cal = calibration() if calibration else None
     one = hybridai.deploy(model, chip, calibration=cal)
     hybrid = hybridai.deploy(model, chip=chip, calibration=cal)
-    assert one.segments == hybrid.segments == [(f"spiking [0-{len(model) - 1}]", chip)]
+    runs = "activations" if chip == "akida" else "spiking"  # Akida's ReLU front end sends activations, not spikes
+    assert one.segments == hybrid.segments == [(f"{runs} [0-{len(model) - 1}]", chip)]
     assert one.backend.name == hybrid.backend.name == chip
     assert torch.equal(one.run(x), hybrid.run(x))
     labels = torch.arange(x.shape[0 if chip == "akida" else 1]) % 3
@@ -266,3 +267,22 @@ def test_the_one_chip_form_and_the_hybrid_form_give_the_same_outputs_and_report(
     assert (a.energy is None) == (chip != "loihi")  # Loihi 1's published figures only
     if a.energy is not None:
         assert a.energy.per_sample == b.energy.per_sample > 0
+
+
+EVENT_WORDS = {"loihi": "spikes", "nengo": "spikes", "loihi2": "graded messages", "akida": "non-zero activations"}
+
+
+@pytest.mark.parametrize("chip", list(CASES))
+def test_the_report_counts_each_chip_s_events_in_its_own_word(chip):
+    build, inputs, calibration = CASES[chip]
+    model, x = build(), inputs()
+    report = hybridai.deploy(model, chip, calibration=calibration() if calibration else None).report(x)
+    word = EVENT_WORDS[chip]
+    assert hybridai.backends.get(chip).capabilities.event_word == word
+    segment = report.segments[0]
+    events = sum(layer.spikes for layer in segment.cost.chip.layers)
+    assert segment.cost.event_word == word and f"{events:,} {word}, " in segment.cost.describe()
+    text = str(report)
+    assert f"{word}/step" in text
+    if word != "spikes":
+        assert "spikes" not in text  # no chip's events called spikes but its own

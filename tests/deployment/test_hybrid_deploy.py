@@ -67,7 +67,7 @@ def test_nested_sequentials_are_flattened_with_their_indices():
 
 def test_deployed_output_equals_the_segments_deployed_by_hand():
     model, x = hybrid_model(), events()
-    deployment = hybridai.deploy(model, spiking="loihi", quantum="statevector", classical="torch")
+    deployment = hybridai.deploy(model, chip="loihi", quantum="statevector", classical="torch")
     assert isinstance(deployment, Deployment)
     chip = hybridai.deploy(nn.Sequential(*model[:3]), "loihi")  # the one-chip form on the spiking segment
     with torch.no_grad():
@@ -80,21 +80,10 @@ def test_deployed_output_equals_the_segments_deployed_by_hand():
     assert model[5].backend == "statevector" and model[5].mitigation is None
 
 
-def test_chip_names_the_chip_and_spiking_is_its_alias():
-    model, x = hybrid_model(), events()
-    by_chip = hybridai.deploy(model, chip="loihi", quantum="statevector")
-    by_alias = hybridai.deploy(model, spiking="loihi", quantum="statevector")
-    assert [p.backend.name for p in by_chip.placed] == [p.backend.name for p in by_alias.placed]
-    torch.testing.assert_close(by_chip.run(x), by_alias.run(x), rtol=0, atol=0)
-    assert hybridai.deploy(model, chip="loihi", spiking="loihi", quantum="statevector").placed  # agreeing: fine
-    with pytest.raises(ConfigError, match=r"spiking='nengo'.*None or 'loihi' when chip= is given"):
-        hybridai.deploy(model, chip="loihi", spiking="nengo")
-
-
 def test_agreement_is_measured_at_each_cut_against_the_float_model():
     model, x = hybrid_model(), events()
     labels = torch.arange(x.shape[1]) % 4
-    report = hybridai.deploy(model, spiking="loihi", quantum="statevector").report(x, labels)
+    report = hybridai.deploy(model, chip="loihi", quantum="statevector").report(x, labels)
     with torch.no_grad():
         float_counts = model[:3](x)
         chip_counts = hybridai.deploy(nn.Sequential(*model[:3]), "loihi").run(x).to(float_counts.dtype)
@@ -115,7 +104,7 @@ def test_agreement_is_measured_at_each_cut_against_the_float_model():
 
 def test_all_torch_placement_agrees_exactly_with_the_float_model():
     model, x = hybrid_model(), events()
-    report = hybridai.deploy(model, spiking="torch", classical="torch").report(x)
+    report = hybridai.deploy(model, chip="torch", classical="torch").report(x)
     assert all(s.agreement["relative error"] == 0 for s in report.segments)
     torch.testing.assert_close(hybridai.deploy(model, classical="torch").run(x), model(x).detach())
 
@@ -124,7 +113,7 @@ def test_a_noisy_mitigated_quantum_segment_reports_its_circuits_and_shots():
     model, x = hybrid_model(), events(samples=6)
     deployment = hybridai.deploy(
         model,
-        spiking="loihi",
+        chip="loihi",
         quantum="aer:fake_manila",
         shots=500,
         mitigation=hybridai.ZNE(scale_factors=(1, 3, 5)),
@@ -144,7 +133,7 @@ def test_a_segment_the_chip_cannot_run_is_refused_before_anything_runs():
     calls = []
     model[5].register_forward_hook(lambda *_: calls.append(1))
     with pytest.raises(ConfigError) as info:
-        hybridai.deploy(model, spiking="loihi", quantum="aer:fake_manila", calibration=events())
+        hybridai.deploy(model, chip="loihi", quantum="aer:fake_manila", calibration=events())
     message = str(info.value)
     assert "spiking [0-2] on 'loihi'" in message and "model[1] (LIF)" in message and "reset" in message
     assert "nothing was run" in message and not calls
@@ -152,7 +141,7 @@ def test_a_segment_the_chip_cannot_run_is_refused_before_anything_runs():
 
 def test_every_failing_segment_is_named_in_one_error():
     with pytest.raises(ConfigError) as info:  # the chip refuses the LIF, the circuit refuses the mitigation
-        hybridai.deploy(hybrid_model("subtract"), spiking="loihi", quantum="aer", mitigation="zne")
+        hybridai.deploy(hybrid_model("subtract"), chip="loihi", quantum="aer", mitigation="zne")
     message = str(info.value)
     assert "2 segments" in message and "spiking [0-2]" in message and "quantum [5]" in message
 
@@ -160,13 +149,13 @@ def test_every_failing_segment_is_named_in_one_error():
 @pytest.mark.parametrize(
     ("kwargs", "named"),
     [
-        ({"backend": "loihi", "spiking": "loihi"}, "backend="),
-        ({"spiking": "loihi", "quirks": "lava"}, "options="),
-        ({"spiking": "statevector"}, "spiking="),
+        ({"backend": "loihi", "chip": "loihi"}, "backend="),
+        ({"chip": "loihi", "quirks": "lava"}, "options="),
+        ({"chip": "statevector"}, "chip="),
         ({"classical": "loihi"}, "classical="),
-        ({"spiking": "loihi", "shots": 0}, "shots=0"),
+        ({"chip": "loihi", "shots": 0}, "shots=0"),
         ({"quantum": "statevector", "quantum_options": ["seed"]}, "quantum_options="),
-        ({"spiking": "loihi", "energy": {"synaptic_op": 1e-12}}, "energy="),
+        ({"chip": "loihi", "energy": {"synaptic_op": 1e-12}}, "energy="),
     ],
 )
 def test_bad_arguments_name_themselves(kwargs, named):
@@ -178,7 +167,7 @@ def test_bad_arguments_name_themselves(kwargs, named):
 def test_a_domain_the_model_does_not_have_is_refused():
     spiking_only = nn.Sequential(nn.Linear(20, 8), hybridai.LIF(0.9, reset="zero"), hybridai.SpikeCountDecoder())
     with pytest.raises(ConfigError, match="quantum=.*has no quantum layers"):
-        hybridai.deploy(spiking_only, spiking="loihi", quantum="statevector")
+        hybridai.deploy(spiking_only, chip="loihi", quantum="statevector")
 
 
 def test_the_one_chip_form_keeps_working():
@@ -218,7 +207,7 @@ def test_cli_deploy_report_takes_one_backend_per_domain(tmp_path, capsys):
     argv += [
         "--weights",
         str(tmp_path / "weights.pt"),
-        "--spiking",
+        "--chip",
         "loihi",
         "--quantum",
         "aer:fake_manila",
@@ -236,7 +225,7 @@ def test_one_deployment_run_from_four_threads_equals_serial_runs_and_counts_each
     from concurrent.futures import ThreadPoolExecutor
 
     model = hybrid_model()
-    deployment = hybridai.deploy(model, spiking="loihi", quantum="statevector")
+    deployment = hybridai.deploy(model, chip="loihi", quantum="statevector")
     inputs = [events(samples=4 + i) for i in range(4)]
     serial = [deployment.run(x) for x in inputs]
     with ThreadPoolExecutor(4) as pool:
@@ -253,7 +242,7 @@ def test_a_batch_first_input_revealed_by_the_labels_is_refused_not_read_as_time_
     spiking_only = nn.Sequential(nn.Linear(20, 8), hybridai.LIF(0.9, reset="zero"), hybridai.SpikeCountDecoder())
     deployments = [
         hybridai.deploy(spiking_only, "loihi"),
-        hybridai.deploy(hybrid_model(), spiking="loihi", quantum="statevector", classical="torch"),
+        hybridai.deploy(hybrid_model(), chip="loihi", quantum="statevector", classical="torch"),
     ]
     for deployment in deployments:
         with pytest.raises(hybridai.ShapeError, match=r"x\.shape=\(24, 12, 20\).*batch-first.*x\.transpose\(0, 1\)"):

@@ -26,8 +26,8 @@ def with_torchlayer(device=None) -> nn.Sequential:
 
 def test_a_torchlayer_is_a_quantum_segment_adopted_on_the_backend_asked_for():
     model, x = with_torchlayer(), events()
-    want = hybridai.deploy(hybrid_model(), spiking="loihi", quantum="statevector").run(x)
-    deployment = hybridai.deploy(model, spiking="loihi", quantum="statevector")
+    want = hybridai.deploy(hybrid_model(), chip="loihi", quantum="statevector").run(x)
+    deployment = hybridai.deploy(model, chip="loihi", quantum="statevector")
     assert [label for label, _ in deployment.segments] == [
         "spiking [0-2]",
         "classical [3-4]",
@@ -41,7 +41,7 @@ def test_a_torchlayer_is_a_quantum_segment_adopted_on_the_backend_asked_for():
 
 
 def test_a_torchlayer_nothing_is_asked_of_runs_on_its_own_device():
-    deployment = hybridai.deploy(with_torchlayer(qml.device("lightning.qubit", wires=N_QUBITS)), spiking="loihi")
+    deployment = hybridai.deploy(with_torchlayer(qml.device("lightning.qubit", wires=N_QUBITS)), chip="loihi")
     assert ("quantum [5]", "pennylane:lightning.qubit") in deployment.segments
     assert isinstance(deployment.placed[2].runner[0], qml.qnn.TorchLayer)
 
@@ -49,7 +49,7 @@ def test_a_torchlayer_nothing_is_asked_of_runs_on_its_own_device():
 def test_a_torchlayer_that_cannot_be_adopted_is_named_before_anything_runs():
     model = with_torchlayer(qml.device("default.qubit"))  # no wires: its qubit count is unknown
     with pytest.raises(ConfigError, match=r"quantum \[5\] on 'statevector': .* cannot be adopted .*has wires None"):
-        hybridai.deploy(model, spiking="loihi", quantum="statevector")
+        hybridai.deploy(model, chip="loihi", quantum="statevector")
 
 
 # -- the one-chip form on a model with quantum layers -----------------------------------------------------------
@@ -69,4 +69,4 @@ def test_the_one_chip_form_points_a_model_with_quantum_layers_to_one_backend_per
 def test_the_pointer_keeps_the_chip_options_by_name_only():
     with pytest.raises(ConfigError) as caught:
         hybridai.deploy(hybrid_model(), "loihi", quirks="lava")
-    assert "chip='loihi', spiking_options={'quirks': ...}, quantum=" in str(caught.value)
+    assert "chip='loihi', chip_options={'quirks': ...}, quantum=" in str(caught.value)

@@ -100,8 +100,13 @@ def cnn(relu_after_features: bool) -> nn.Sequential:
 
 def test_a_frames_chip_takes_the_front_end_up_to_its_output_layer():
     # hidden layers of a frames chip are ReLU layers: the feature Linear without one is the chip's output layer
-    assert labels(cnn(relu_after_features=False), "akida") == ["spiking [0-4]", "classical [5-6]"]
-    assert labels(cnn(relu_after_features=True), "akida") == ["spiking [0-6]", "classical [7]"]
+    # its segment is the chip's (domain spiking), labelled by what runs there: ReLU activations, not spikes
+    assert labels(cnn(relu_after_features=False), "akida") == ["activations [0-4]", "classical [5-6]"]
+    assert labels(cnn(relu_after_features=True), "akida") == ["activations [0-6]", "classical [7]"]
+    assert [s.domain for s in cut(cnn(relu_after_features=True), caps("akida"), chip="akida")] == [
+        "spiking",
+        "classical",
+    ]
     assert labels(cnn(relu_after_features=True)) == ["classical [0-7]"]  # no chip: a CNN is classical
 
 

@@ -130,7 +130,7 @@ def test_the_deploy_hybrid_form_with_a_chip_takes_a_device_object():
     from tests.deployment.test_hybrid_deploy import N_QUBITS, hybrid_model
 
     device = qml.device("lightning.qubit", wires=N_QUBITS)
-    deployment = hybridai.deploy(hybrid_model(), spiking="loihi", quantum=device)
+    deployment = hybridai.deploy(hybrid_model(), chip="loihi", quantum=device)
     assert ("quantum [5]", "pennylane:lightning.qubit") in deployment.segments
 
 

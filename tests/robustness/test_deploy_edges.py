@@ -143,6 +143,6 @@ def test_a_misspelt_hybrid_keyword_lists_the_hybrid_form_too(chip):
         hybridai.deploy(classical_model(), *args, quantom="aer")
     message = str(caught.value)
     assert "quantom" in message and "accepted" in message and "'quantum'" in message, message
-    for keyword in ("spiking=", "quantum=", "classical=", "quantum_options="):  # the hybrid form's own
+    for keyword in ("chip=", "chip_options=", "quantum=", "classical=", "quantum_options="):  # the keyword form's own
         assert keyword in message, message
     assert "aer" not in message  # the value is not shown: a misspelt keyword may hold a token

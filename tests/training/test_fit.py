@@ -149,3 +149,46 @@ def _fit_call(**changes):
 def test_fit_argument_errors(changes, match):
     with pytest.raises(HybridAIError, match=match):
         _fit_call(**changes)()
+
+
+def test_batch_dim_weights_time_major_batches_by_their_samples():
+    """With lr=0 the epoch's loss is the mean loss over the samples only when each batch counts its B samples, not
+    its T time steps; ``desc`` labels the bars."""
+    from hybridai.training import TensorBatches
+
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(5, 10, 3, generator=g), torch.randn(10, 1, generator=g)  # [T, B, F], 10 samples
+
+    class Mean(torch.nn.Module):  # time-major in, [B, 1] out
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(3, 1)
+
+        def forward(self, x):
+            return self.linear(x).mean(0)
+
+    torch.manual_seed(0)
+    model = Mean()
+    with torch.no_grad():
+        want = float(torch.nn.functional.mse_loss(model(x), y))
+
+    def epoch_loss(**options):
+        batches = TensorBatches(x, y, 4, batch_dim=1, seed=0)  # batches of 4, 4 and 2 samples
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+        return fit(model, batches, None, torch.nn.functional.mse_loss, optimizer, 1, progress=False, **options)
+
+    assert epoch_loss(batch_dim=1)[0]["train_loss"] == pytest.approx(want, rel=1e-6)
+    assert epoch_loss()[0]["train_loss"] != pytest.approx(want, rel=1e-3)  # len(x) is T: each batch counts alike
+    with pytest.raises(HybridAIError, match="batch_dim=3 is not valid; accepted: a dimension of every batch's x"):
+        epoch_loss(batch_dim=3)
+
+
+def test_desc_labels_the_progress_bars(capsys):
+    torch.manual_seed(0)
+    m = torch.nn.Linear(4, 1)
+    data = DataLoader(_data(0), batch_size=16)
+    fit(m, data, data, torch.nn.functional.mse_loss, torch.optim.SGD(m.parameters(), lr=0.1), 1, desc="probe")
+    err = capsys.readouterr().err
+    assert "probe: epoch 1/1" in err and "probe: val" in err
+    with pytest.raises(HybridAIError, match="desc=3 is not valid"):
+        fit(m, data, None, torch.nn.functional.mse_loss, torch.optim.SGD(m.parameters(), lr=0.1), 1, desc=3)

@@ -121,6 +121,7 @@ class AkidaBackend(ChipCompiler):
             layers=ACCEPTS,
             frames=True,
             takes=SUPPORTED,
+            event_word="non-zero activations",
             extra={
                 "engine": f"akida {akida.__version__} software engine",
                 **self.options,

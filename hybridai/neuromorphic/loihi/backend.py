@@ -78,6 +78,7 @@ class LoihiBackend(ChipCompiler):
             devices=(str(self.device),),
             layers=ACCEPTS,
             takes=SUPPORTED,
+            event_word="spikes",
             extra={
                 "quirks": self.quirks,
                 "input": "non-negative integer spike counts [T, B, F]",

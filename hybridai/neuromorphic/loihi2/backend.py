@@ -62,6 +62,7 @@ class Loihi2Backend(ChipCompiler):
             devices=(str(self.device),),
             layers=ACCEPTS,
             takes=SUPPORTED,
+            event_word="graded messages",
             extra={
                 "input": "the float model's input [T, B, F] or [T, B, C, H, W]; the host sends integer deltas",
                 "messages": "graded: one event per non-zero integer payload",

@@ -63,6 +63,7 @@ class NengoBackend(ChipCompiler):
             devices=("cpu",),
             layers=ACCEPTS,
             takes=SUPPORTED,
+            event_word="spikes",
             extra={
                 "simulator": "nengo.Simulator (reference, float64)",
                 "resets": ("zero",),
