@@ -475,7 +475,7 @@ def test_channels_follow_the_parameters_device():
     backend = backends.get("density")
     tape = qml.tape.make_qscript(_noisy)(x, w)
     backend.execute([tape], ExecutionConfig((0, 1)))
-    (plan,) = [v for k, v in backend._transpiled.items() if k[0] == "density"]
+    (plan,) = [v for k, v in backend.frontend._made.items() if k[0] == "density"]
     values = torch.rand(8, 2, dtype=torch.float64, device="meta")  # more rows than the circuit's parameters
     state = run(plan, values, torch.device("meta"), torch.float64)
     assert expectations(plan, state).device.type == "meta"
