@@ -19,7 +19,7 @@ torch thread (``OMP_NUM_THREADS=1`` before any import), all in this one process:
    [2, 5]``, on ``density`` (a QuantumLayer whose weights include the rates) against PennyLane ``default.mixed`` at
    its best: one broadcast call of a torch QNode (``diff_method="backprop"``, the inputs ``[64, 5]``; the rates are
    not per sample, so ``default.mixed`` broadcasts them), under ``torch.set_default_dtype(torch.float64)`` (float64
-   throughout; hybridai's ``_working_dtype`` gives the same values 12% slower, its torch function mode sees every
+   throughout; hybridai's ``working_dtype`` gives the same values 12% slower, its torch function mode sees every
    call; numpy instead of torch is 3x slower, a row at a time 15x). Values and the gradients of the inputs, weights
    and rates are checked equal (1e-8) before the engines are timed in turn; forward and training step (gradients
    of all three). Target: >= 20x both.

@@ -1,5 +1,5 @@
-"""`import hybridai` imports torch and numpy only, and the import contract holds (and would catch a cycle or one
-chip package importing another)."""
+"""`import hybridai` imports torch and numpy only, and the import contract holds (and would catch a cycle, one
+chip package importing another, or one quantum executor package importing another)."""
 
 import shutil
 import subprocess
@@ -56,12 +56,35 @@ def test_import_contract_fails_on_a_deliberate_cycle(tmp_path):
     assert "BROKEN" in result.stdout and "hybridai.core.errors -> hybridai.quantum.layer" in result.stdout
 
 
-def test_import_contract_fails_when_one_chip_package_imports_another(tmp_path):
+def _independence(package: str) -> dict:
+    """The independence contract of pyproject.toml whose modules include ``package``."""
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
-    (independence,) = [c for c in contracts if c["type"] == "independence"]
+    (independence,) = [c for c in contracts if c["type"] == "independence" and package in c["modules"]]
+    return independence
+
+
+def test_import_contract_fails_when_one_chip_package_imports_another(tmp_path):
+    independence = _independence("hybridai.neuromorphic.loihi")
     line = "import hybridai.neuromorphic.loihi.compartments  # Loihi 2 stacked on Loihi 1 again"
     result = _lint_imports_with(tmp_path, "neuromorphic/loihi2/sigma_delta.py", line)
     assert result.returncode != 0
     out = " ".join(result.stdout.split())  # lint-imports wraps long lines at 80 columns
     assert f"{independence['name']} BROKEN" in out
     assert "hybridai.neuromorphic.loihi2.sigma_delta -> hybridai.neuromorphic.loihi.compartments" in out
+
+
+def test_the_quantum_executor_packages_are_under_an_independence_contract():
+    independence = _independence("hybridai.quantum.density")
+    packages = ["statevector", "density", "qiskit", "pennylane"]
+    assert sorted(independence["modules"]) == sorted(f"hybridai.quantum.{p}" for p in packages)
+
+
+def test_import_contract_fails_when_density_imports_the_qiskit_executors(tmp_path):
+    independence = _independence("hybridai.quantum.density")
+    line = "import hybridai.quantum.qiskit.executor  # density on the aer/ibm job machinery again"
+    result = _lint_imports_with(tmp_path, "quantum/density/backend.py", line)
+    assert result.returncode != 0
+    out = " ".join(result.stdout.split())  # lint-imports wraps long lines at 80 columns
+    assert f"{independence['name']} BROKEN" in out
+    assert "hybridai.quantum.density.backend -> hybridai.quantum.qiskit.executor" in out
+    assert f"{_independence('hybridai.neuromorphic.loihi')['name']} KEPT" in out  # only the executors' contract broke

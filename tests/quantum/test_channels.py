@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hybridai import QuantumLayer, backends
 from hybridai.core.errors import ConfigError, UnsupportedOperationError
 from hybridai.core.execution import ExecutionConfig
-from hybridai.quantum.pennylane.backend import _working_dtype
+from hybridai.quantum.pennylane.working_dtype import working_dtype
 
 pytestmark = pytest.mark.numerics
 TOL = 1e-10
@@ -126,7 +126,7 @@ def mixed_values(circuit, x, w, n: int) -> torch.Tensor:
         tape = qml.tape.make_qscript(circuit)(x[b], w)
         measured = [h for m in tape.measurements for h in _hermitian(m)]
         tape = qml.tape.QuantumScript([_float64(op) for op in tape.operations], measured)
-        with _working_dtype(torch.float64):  # the constants default.mixed makes (RZ's phases): float64, not float32
+        with working_dtype(torch.float64):  # the constants default.mixed makes (RZ's phases): float64, not float32
             rows.append(_flat(qml.execute([tape], device, diff_method="backprop")[0], 1))
     return torch.cat(rows)
 
@@ -475,7 +475,7 @@ def test_channels_follow_the_parameters_device():
     backend = backends.get("density")
     tape = qml.tape.make_qscript(_noisy)(x, w)
     backend.execute([tape], ExecutionConfig((0, 1)))
-    (plan,) = [v for k, v in backend._transpiled.items() if k[0] == "density"]
+    (plan,) = [v for k, v in backend.frontend._made.items() if k[0] == "density"]
     values = torch.rand(8, 2, dtype=torch.float64, device="meta")  # more rows than the circuit's parameters
     state = run(plan, values, torch.device("meta"), torch.float64)
     assert expectations(plan, state).device.type == "meta"

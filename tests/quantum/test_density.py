@@ -149,7 +149,7 @@ def test_idle_qubits_of_a_27_qubit_device_are_left_out():
     torch.testing.assert_close(density, aer, rtol=0, atol=1e-10)
     backend = backends.get("density:fake_kolkata")
     backend.execute([tape], ExecutionConfig((0, 1, 2)))
-    (plan,) = [v for k, v in backend._transpiled.items() if k[0] == "density"]
+    (plan,) = [v for k, v in backend.frontend._made.items() if k[0] == "density"]
     assert plan.m <= 6 and plan.physical == tuple(sorted(plan.physical))
 
 
@@ -387,7 +387,7 @@ def test_simulation_follows_the_parameters_device():
 
     backend = backends.get("density:fake_manila")
     backend.execute([qml.tape.make_qscript(small)(torch.rand(2, 2), torch.rand(3))], ExecutionConfig((0, 1)))
-    (plan,) = [v for k, v in backend._transpiled.items() if k[0] == "density"]
+    (plan,) = [v for k, v in backend.frontend._made.items() if k[0] == "density"]
     values = torch.rand(5, 3, dtype=torch.float64, device="meta")
     state = run(plan, values, torch.device("meta"), torch.float64)
     out = expectations(plan, state)

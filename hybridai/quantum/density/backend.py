@@ -4,17 +4,18 @@ and PennyLane's channels.
 PennyLane's noise channels written in a circuit (``qml.BitFlip``, ..., ``qml.QubitChannel``; ``qml.noise`` models)
 run as ``default.mixed`` runs them, with rates that are constants, trainable weights or one per sample
 (``pennylane_channels``), alone or together with the Qiskit noise below. Qiskit noise exactly as the ``aer``
-family takes it: ``density:fake_<device>`` (the device's
-``NoiseModel.from_backend``, its coupling map and basis gates), ``depolarizing=p`` or ``(p1, p2)`` and
-``readout_error=q``, or ``noise_model=`` a ``qiskit_aer.noise.NoiseModel`` of your own. Circuits are converted and
-transpiled by the very code ``aer`` uses (``QiskitBackend.transpiled``: same target, the fake device or
-``AerSimulator(noise_model=m)`` with the model's basis gates, optimisation level and seed),
-so both run the same gates with the same noise after each (``noise``). Each circuit structure is compiled once into
-blocks of Pauli transfer matrices (``planning``), then a whole batch of parameter sets runs as torch operations on
-the parameters' device (``simulate``): CPU or CUDA. The density matrices are held in the Pauli basis, ``[B, 4, ...,
-4]`` real coefficients ``tr(rho P)`` (``channels``: a quarter of the multiply-adds of complex superoperators, half
-the memory, the same information): float64 for ``dtype="complex128"`` (the default, as precise as complex128),
-float32 for ``"complex64"``. Only the qubits a gate or an observable touches are simulated.
+family takes it: ``density:fake_<device>`` (the device's ``NoiseModel.from_backend``, its coupling map and basis
+gates), ``depolarizing=p`` or ``(p1, p2)`` and ``readout_error=q``, or ``noise_model=`` a
+``qiskit_aer.noise.NoiseModel`` of your own, resolved by the code ``aer`` uses (``qiskit_frontend.noise_models``).
+Circuits are converted and transpiled by a Qiskit front end like the one ``aer`` holds
+(``qiskit_frontend.frontend.QiskitFrontEnd``: same target, the fake device or ``AerSimulator(noise_model=m)`` with
+the model's basis gates, optimisation level and seed), so both run the same gates with the same noise after each
+(``noise``). Each circuit structure is compiled once into blocks of Pauli transfer matrices (``planning``), then a
+whole batch of parameter sets runs as torch operations on the parameters' device (``simulate``): CPU or CUDA. The
+density matrices are held in the Pauli basis, ``[B, 4, ..., 4]`` real coefficients ``tr(rho P)`` (``channels``: a
+quarter of the multiply-adds of complex superoperators, half the memory, the same information): float64 for
+``dtype="complex128"`` (the default, as precise as complex128), float32 for ``"complex64"``. Only the qubits a gate
+or an observable touches are simulated.
 
 - ``shots=None``: exact ``tr(rho O)`` of the noisy state; read errors (readout errors and quantum errors on
   ``measure``) are left out, as Aer's estimator leaves them out: its circuits have no measurement
@@ -40,7 +41,8 @@ import numpy as np
 import torch
 
 from hybridai.core.capabilities import QuantumCapabilities
-from hybridai.core.errors import ConfigError, invalid
+from hybridai.core.contracts import Availability, QuantumExecutor
+from hybridai.core.errors import ConfigError, check_seed, check_shots, invalid
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
 from hybridai.quantum.density import converting
 from hybridai.quantum.density.noise import Noise, device_noise_model
@@ -48,25 +50,39 @@ from hybridai.quantum.density.plan import Plan
 from hybridai.quantum.density.planning import compile_circuit, exact_readout, used_qubits
 from hybridai.quantum.density.sampling import sampled_parities, sampled_readout
 from hybridai.quantum.density.simulate import expectations, run
+from hybridai.quantum.execution.config_check import check_config
 from hybridai.quantum.execution.resources import check_state_memory, memory_limit
 from hybridai.quantum.execution.shift_rule import parameter_shift
-from hybridai.quantum.qiskit.aer import aer_target, basis_groups, measured_circuit, resolve_noise
-from hybridai.quantum.qiskit.executor import QiskitBackend, tape_results
-from hybridai.quantum.qiskit_frontend.conversion import Converted
-from hybridai.quantum.qiskit_frontend.fake_devices import fake_backend
+from hybridai.quantum.qiskit_frontend.conversion import Converted, tape_results
+from hybridai.quantum.qiskit_frontend.fake_devices import fake_backend, fake_names
+from hybridai.quantum.qiskit_frontend.frontend import QiskitFrontEnd, qiskit_availability
+from hybridai.quantum.qiskit_frontend.measuring import basis_groups, measured_circuit
+from hybridai.quantum.qiskit_frontend.noise_models import resolve_noise
+from hybridai.quantum.qiskit_frontend.options import FRONT_END_OPTIONS, check_optimization_level, refuse_options
+from hybridai.quantum.qiskit_frontend.transpiling import Transpiled
 
 DTYPES = {"complex128": torch.float64, "complex64": torch.float32}  # the real dtype of the Pauli coefficients
 DIFF_METHODS = ("best", "backprop", "parameter-shift")
+DEFAULTS = {"optimization_level": 1}  # options left out of ``options`` when given at their default
 REMEDY = ("fewer qubits, or backend='aer' with shots (Aer samples noisy statevectors, 2^n amplitudes each), or "
           "hardware ('ibm:<device>')")  # fmt: skip
 
 
-class DensityBackend(QiskitBackend):
-    """Batched density matrices in torch with Qiskit noise models; see the module docstring."""
+class DensityBackend(QuantumExecutor):
+    """Batched density matrices in torch with Qiskit noise models; see the module docstring. Its ``frontend``
+    (``QiskitFrontEnd``) holds the device, the noise model, the transpiled circuits and the compiled plans."""
 
     family = "density"  # also when built directly (the registry sets the same)
-    shared_options = ("shots", "seed", "optimization_level")
     own_options = ("dtype", "depolarizing", "readout_error", "noise_model")
+
+    @classmethod
+    def known_targets(cls) -> list[str]:
+        """Every fake IBM device of the installed provider (``fake_manila``, ``fake_brisbane``, ...)."""
+        return fake_names()
+
+    @classmethod
+    def is_available(cls) -> Availability:
+        return qiskit_availability()
 
     def __init__(
         self,
@@ -78,8 +94,18 @@ class DensityBackend(QiskitBackend):
         noise_model: Any = None,
         **options: Any,
     ) -> None:
-        self.refuse_options(target, {k: v for k, v in options.items() if k not in self.shared_options})
-        super().__init__(target, **options)
+        name = f"{self.family}:{target}" if target else self.family
+        unknown = {k: v for k, v in options.items() if k not in FRONT_END_OPTIONS}
+        refuse_options(name, unknown, [*FRONT_END_OPTIONS, *self.own_options])
+        shots, seed = options.get("shots"), options.get("seed")
+        optimization_level = options.get("optimization_level", 1)
+        check_shots(shots)
+        check_seed(seed)
+        check_optimization_level(optimization_level)
+        given = {"shots": shots, "seed": seed, "optimization_level": optimization_level}
+        # options: what differs from the defaults (the repr, and rebuilding the backend after unpickling)
+        super().__init__(target, **{k: v for k, v in given.items() if v is not None and v != DEFAULTS.get(k)})
+        self.shots, self.seed, self.optimization_level = shots, seed, optimization_level
         if isinstance(dtype, torch.dtype):
             dtype = str(dtype).removeprefix("torch.")
         if dtype not in DTYPES:
@@ -88,11 +114,25 @@ class DensityBackend(QiskitBackend):
         if dtype != "complex128":
             self.options["dtype"] = dtype
         if target and depolarizing is None and readout_error is None and noise_model is None:  # the device's noise
-            self.device = fake_backend(target)
-            self.noise_model = device_noise_model(self.device)  # = NoiseModel.from_backend, built once per device
+            device = fake_backend(target)
+            model = device_noise_model(device)  # = NoiseModel.from_backend, built once per device
         else:
-            self.device, self.noise_model = resolve_noise(self, target, depolarizing, readout_error, noise_model)
-        self.noise = Noise(self.noise_model)
+            device, model, noise_options = resolve_noise(self.family, target, depolarizing, readout_error, noise_model)
+            self.options.update(noise_options)
+        self.frontend = QiskitFrontEnd(
+            self.name, device=device, noise_model=model, optimization_level=optimization_level, seed=seed
+        )
+        self.noise = Noise(model)
+
+    @property
+    def device(self) -> Any:
+        """The fake IBM device circuits are transpiled for and whose noise they get, or None."""
+        return self.frontend.device
+
+    @property
+    def noise_model(self) -> Any:
+        """The ``qiskit_aer.noise.NoiseModel`` simulated (None: no Qiskit noise; channels in a circuit still act)."""
+        return self.frontend.noise_model
 
     @property
     def capabilities(self) -> QuantumCapabilities:
@@ -104,42 +144,23 @@ class DensityBackend(QiskitBackend):
             runs_channels=True,  # PennyLane's noise channels in a circuit are noise even without a noise model
         )  # fmt: skip
 
-    def hardware(self) -> Any:
-        """What circuits are transpiled for, exactly as on ``aer``: the fake device, else
-        ``AerSimulator(noise_model=...)`` (the model's basis gates; ``aer.aer_target``)."""
-        return aer_target(self)
-
-    def transpile_target(self, converted: Converted) -> Any:
-        """As ``aer``; with PennyLane channels on a device, the device's target extended by the channels' place
-        holders (routed and laid out with the gates, onto the physical qubits of their wires)."""
-        return self._channel_target() if converted.channels and self.device is not None else self.hardware()
-
-    def _channel_target(self) -> Any:
-        """The device's transpiler target with the channels' place holder (``kraus``, any width) added."""
-
-        def make() -> Any:
-            import copy
-
-            from qiskit.circuit import Instruction
-
-            target = copy.deepcopy(self.device.target)
-            target.add_instruction(Instruction, name="kraus")
-            return target
-
-        return self.cached(("channel target",), make)
+    def transpiled(self, converted: Converted, keep_gates: bool) -> Transpiled:
+        """``converted`` as this backend simulates it: ``QiskitFrontEnd.transpiled`` (the circuit ``aer`` runs)."""
+        return self.frontend.transpiled(converted, keep_gates)
 
     def best_method(self, tapes: list[Any], config: ExecutionConfig) -> str:
         """``"parameter-shift"`` with shots (sampled values have no autograd gradient), ``"backprop"`` without."""
         return "parameter-shift" if config.shots else "backprop"
 
     def check_resources(self, n_qubits: int, config: ExecutionConfig) -> None:
-        super().check_resources(n_qubits, config)
+        """Refuse a register wider than the device, or whose density matrix would not fit in memory."""
+        self.frontend.check_register(n_qubits)
         check_state_memory(self.name, n_qubits, density=True, itemsize=DTYPES[self.dtype].itemsize, remedy=REMEDY)
 
     def execute(self, tapes: Any, config: ExecutionConfig) -> Execution:
         """Every tape's whole batch (and, for parameter-shift gradients, every shifted copy of it) in one run."""
         tapes, config = self.settle(tapes, config)
-        self.check_config(config)
+        check_config(self, config)
         self.check_resources(len(config.wires), config)
         shots = config.shots
         if shots is None and self.options.get("readout_error") is not None:
@@ -230,7 +251,7 @@ class DensityBackend(QiskitBackend):
         the groups' order, each group's labels sorted): ``weights [W, R]`` and the identity terms ``constant [R]``."""
 
         def make() -> tuple[Any, list[dict], np.ndarray, np.ndarray]:
-            circuit, observables = self.transpiled(converted, keep_gates)
+            circuit, observables = self.frontend.transpiled(converted, keep_gates)
             groups = basis_groups(observables)
             where = {label: i for i, label in enumerate(lb for basis in groups for lb in sorted(basis["labels"]))}
             weights, constant = np.zeros((len(where), len(observables))), np.zeros(len(observables))
@@ -242,7 +263,7 @@ class DensityBackend(QiskitBackend):
                         weights[where[label], r] += float(np.real(coeff))
             return circuit, groups, weights, constant
 
-        return self.cached(("density terms", converted.key, level), make)
+        return self.frontend.cached(("density terms", converted.key, level), make)
 
     def _run(self, plan: Plan, values: torch.Tensor, rows: int, device: torch.device) -> torch.Tensor:
         """The plan's final state for ``rows`` parameter sets (``values``: ``[P, rows]``), after checking that it fits
@@ -256,19 +277,19 @@ class DensityBackend(QiskitBackend):
 
     def _exact_plan(self, converted: Converted, keep_gates: bool, level: int, varying: tuple[bool, ...]) -> Plan:
         def make() -> Plan:
-            circuit, observables = self.transpiled(converted, keep_gates)
+            circuit, observables = self.frontend.transpiled(converted, keep_gates)
             used = used_qubits(circuit, observables)
             plan = compile_circuit(circuit, self.noise, used, converted.channels, varying)
             plan.readout = exact_readout(plan, observables)
             return plan
 
-        return self.cached(("density", converted.key, level, varying), make)
+        return self.frontend.cached(("density", converted.key, level, varying), make)
 
     def _sampled_plan(
         self, converted: Converted, circuit: Any, basis: dict, level: int, varying: tuple[bool, ...]
     ) -> Plan:
         def make() -> Plan:
-            measured, _ = measured_circuit(circuit, basis, self.transpile_target(converted))
+            measured, _ = measured_circuit(circuit, basis, self.frontend.transpile_target(converted))
             letters = tuple(sorted(basis["letters"]))
             used = used_qubits(measured, [], basis["letters"])
             plan = compile_circuit(measured, self.noise, used, converted.channels, varying)
@@ -276,7 +297,7 @@ class DensityBackend(QiskitBackend):
             plan.readout = sampled_readout(plan, letters, sorted(basis["labels"]), readouts)
             return plan
 
-        return self.cached(("density", converted.key, level, basis["key"], varying), make)
+        return self.frontend.cached(("density", converted.key, level, basis["key"], varying), make)
 
 
 def _refuse_rate_gradients(converted: Converted, config: ExecutionConfig, name: str) -> None:

@@ -4,67 +4,18 @@ user's ``qiskit_aer.noise.NoiseModel``)."""
 from __future__ import annotations
 
 import functools
-import numbers
 from typing import Any
 
 import numpy as np
 
 from hybridai.core.capabilities import QuantumCapabilities
-from hybridai.core.errors import ConfigError, UnsupportedOperationError, invalid, non_negative_int
+from hybridai.core.errors import UnsupportedOperationError, invalid, non_negative_int
 from hybridai.core.execution import ExecutionConfig
 from hybridai.quantum.execution.resources import check_state_memory
 from hybridai.quantum.qiskit.executor import QiskitBackend, Tally, column
-from hybridai.quantum.qiskit_frontend.fake_devices import fake_backend
-from hybridai.quantum.qiskit_frontend.noise_checks import check_noise_model
-
-
-def _probability(argument: str, value: Any, accepted: str, given: Any = None) -> float:
-    """``value`` as a float if it is a real number (not a bool) in [0, 1], else a ConfigError showing ``given``
-    (the whole argument, ``value`` by default)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= float(value) <= 1:
-        raise invalid(argument, value if given is None else given, accepted)
-    return float(value)
-
-
-# The basis of hybridai's own rate models: every gate a circuit transpiled for AerSimulator(noise_model=...) of such a
-# model can contain is one of these (the transpiler targets exactly the model's basis gates), and each carries the
-# error, so no gate escapes the rates (merging H.S.T gives a noisy 'u', never an error-free 'u3').
-RATE_GATES_1 = ("rx", "ry", "rz", "p", "h", "x", "y", "z", "s", "sdg", "t", "tdg", "sx", "sxdg", "u")
-RATE_GATES_2 = ("cx", "cz", "cy", "swap", "rxx", "ryy", "rzz", "ecr", "iswap", "ch")
-
-
-def _noise_from_rates(depolarizing: Any, readout_error: Any) -> Any:
-    from qiskit_aer.noise import NoiseModel, ReadoutError, depolarizing_error
-
-    model = NoiseModel(basis_gates=[*RATE_GATES_1, *RATE_GATES_2])
-    if depolarizing is not None:
-        accepted = "a probability p or a pair (p1, p2) of probabilities in [0, 1] (one- and two-qubit gates)"
-        pair = depolarizing if isinstance(depolarizing, tuple | list) else (depolarizing, depolarizing)
-        if len(pair) != 2:
-            raise invalid("depolarizing", depolarizing, accepted)
-        p1, p2 = (_probability("depolarizing", p, accepted, depolarizing) for p in pair)
-        model.add_all_qubit_quantum_error(depolarizing_error(p1, 1), list(RATE_GATES_1))
-        model.add_all_qubit_quantum_error(depolarizing_error(p2, 2), list(RATE_GATES_2))
-    if readout_error is not None:
-        q = _probability("readout_error", readout_error, "a probability in [0, 1] (a flipped measured bit)")
-        model.add_all_qubit_readout_error(ReadoutError([[1 - q, q], [q, 1 - q]]))
-    return model
-
-
-def aer_target(backend: QiskitBackend) -> Any:
-    """What a noisy Qiskit family (``aer``, ``density``) transpiles for: its fake device, else the simulator Aer
-    builds for its noise model, ``AerSimulator(noise_model=m)``, whose basis gates are the model's (so a model's
-    errors land where Aer puts them), else ``AerSimulator()``; built once per backend."""
-    if backend.device is not None:
-        return backend.device
-    model = getattr(backend, "noise_model", None)
-
-    def make() -> Any:
-        from qiskit_aer import AerSimulator
-
-        return AerSimulator() if model is None else AerSimulator(noise_model=model)
-
-    return backend.cached(("aer target",), make)
+from hybridai.quantum.qiskit_frontend.frontend import QiskitFrontEnd
+from hybridai.quantum.qiskit_frontend.measuring import basis_groups
+from hybridai.quantum.qiskit_frontend.noise_models import resolve_noise
 
 
 class AerBackend(QiskitBackend):
@@ -98,7 +49,12 @@ class AerBackend(QiskitBackend):
         self.threads = threads
         if threads != 1:
             self.options["threads"] = threads
-        self.device, self.noise_model = resolve_noise(self, target, depolarizing, readout_error, noise_model)
+        noise = resolve_noise(self.family or "aer", target, depolarizing, readout_error, noise_model)
+        self.options.update(noise.options)
+        self.frontend = QiskitFrontEnd(
+            self.name, device=noise.device, noise_model=noise.model, optimization_level=self.optimization_level,
+            seed=self.seed,
+        )  # fmt: skip
 
     def check_resources(self, n_qubits: int, config: ExecutionConfig) -> None:
         super().check_resources(n_qubits, config)
@@ -116,10 +72,6 @@ class AerBackend(QiskitBackend):
             diff_methods=caps.diff_methods, devices=caps.devices, folds_need_barriers=caps.folds_need_barriers,
         )  # fmt: skip
 
-    def hardware(self) -> Any:
-        """The fake device, else ``AerSimulator(noise_model=...)`` (``aer_target``)."""
-        return aer_target(self)
-
     def _estimator(self, seed: int | None) -> Any:
         def make() -> Any:
             from qiskit_aer.primitives import EstimatorV2
@@ -135,7 +87,7 @@ class AerBackend(QiskitBackend):
                 options={"default_precision": 0.0, "backend_options": backend_options, "run_options": run_options}
             )
 
-        return self.cached(("estimator", seed), make)
+        return self.frontend.cached(("estimator", seed), make)
 
     def _sampler(self, seed: int | None) -> Any:
         def make() -> Any:
@@ -147,7 +99,7 @@ class AerBackend(QiskitBackend):
                 backend_options["noise_model"] = self.noise_model
             return SamplerV2(default_shots=1024, seed=seed, options={"backend_options": backend_options})
 
-        return self.cached(("sampler", seed), make)
+        return self.frontend.cached(("sampler", seed), make)
 
     def estimate(
         self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], config: ExecutionConfig, tally: Tally
@@ -180,7 +132,7 @@ class AerBackend(QiskitBackend):
         """Expectations from real samples: one measured circuit per qubit-wise commuting basis."""
         plan = [(pair, pair[1], basis_groups(pair[1])) for pair in pairs]
         pubs = [
-            (self._measured(pair, basis)[0], v) for (pair, _, groups), v in zip(plan, values, strict=True)
+            (self.frontend.measured(pair, basis)[0], v) for (pair, _, groups), v in zip(plan, values, strict=True)
             for basis in groups
         ]  # fmt: skip
         result = iter(self.run_job(lambda: self._sampler(config.seed).run(pubs, shots=config.shots), tally))
@@ -190,7 +142,7 @@ class AerBackend(QiskitBackend):
             expectation: dict[str, np.ndarray] = {}
             for basis in groups:
                 labels = sorted(basis["labels"])
-                measured = self._measured(pair, basis)[1]
+                measured = self.frontend.measured(pair, basis)[1]
                 expectation.update(zip(labels, _parities(next(result).data.meas, labels, measured), strict=True))
             for r, obs in enumerate(observables):
                 for label, coeff in zip(obs.paulis.to_labels(), obs.coeffs, strict=True):
@@ -198,13 +150,6 @@ class AerBackend(QiskitBackend):
                     out[..., r] += float(np.real(coeff)) * term
             outs.append(out)
         return outs
-
-    def _measured(self, pair: Any, basis: dict) -> tuple[Any, tuple[int, ...]]:
-        """``measured_circuit`` of a transpiled pair, cached by the structure it was transpiled from (its ``key``,
-        ``QiskitBackend.transpiled``); built anew for a pair without one."""
-        make = functools.partial(measured_circuit, pair[0], basis, self.hardware())
-        key = getattr(pair, "key", None)
-        return make() if key is None else self.cached(("measured", key, basis["key"]), make)
 
 
 @functools.cache
@@ -219,75 +164,6 @@ def _density_matrix_refuses() -> frozenset[str]:
     return frozenset(names["statevector"] - names["density_matrix"])
 
 
-def measured_circuit(circuit: Any, basis: dict, hardware: Any) -> tuple[Any, tuple[int, ...]]:
-    """The circuit rotated into ``basis`` (a ``basis_groups`` entry) with its used qubits measured (clbit j: the j-th
-    of them), transpiled for ``hardware`` (a backend or a ``Target``) at level 0, and those qubits. Only the qubits a
-    gate or an observable touches are measured: a measured idle qubit would keep Aer from leaving it out, and a
-    127-qubit device's whole register cannot be simulated."""
-    from qiskit import ClassicalRegister, transpile
-
-    measured = circuit.copy()
-    for q, letter in basis["letters"].items():
-        if letter == "X":
-            measured.h(q)
-        elif letter == "Y":
-            measured.sdg(q)
-            measured.h(q)
-    used = {measured.find_bit(q).index for i in measured.data if i.operation.name != "barrier" for q in i.qubits}
-    qubits = tuple(sorted(used | set(basis["letters"])))
-    bits = ClassicalRegister(len(qubits), "meas")
-    measured.add_register(bits)
-    for j, q in enumerate(qubits):
-        measured.measure(q, bits[j])
-    from qiskit.transpiler import Target
-
-    where = {"target": hardware} if isinstance(hardware, Target) else {"backend": hardware}
-    measured = transpile(measured, **where, optimization_level=0, seed_transpiler=1234)
-    return measured, qubits
-
-
-def resolve_noise(
-    backend: QiskitBackend, target: str | None, depolarizing: Any, readout_error: Any, noise_model: Any
-) -> tuple[Any, Any]:
-    """``(device, noise model)`` of a noisy Qiskit family (``aer``, ``density``): the fake device named by ``target``
-    (or None) and the noise from ``noise_model=``, else the device's, else the rates (or None: noiseless). The
-    options given are recorded in ``backend.options``; contradictory ones are refused."""
-    if noise_model is not None:
-        check_noise_model(noise_model)  # what Aer refuses, refused now (never a job sent and retried)
-        if depolarizing is not None or readout_error is not None:
-            raise ConfigError(
-                f"noise_model= cannot be combined with {_rates(depolarizing, readout_error)}; accepted: one "
-                "source of noise (add the rates to your NoiseModel)"
-            )
-    device = fake_backend(target) if target else None
-    if device is not None and (depolarizing is not None or readout_error is not None):
-        family = backend.family or "aer"  # the registry names the family; a class built directly is aer's
-        raise ConfigError(
-            f"{_rates(depolarizing, readout_error)} would be ignored on backend='{family}:{target}', which brings the "
-            f"device's own noise; accepted: backend='{family}' with the rates, or noise_model= a NoiseModel to "
-            "replace the device's noise"
-        )
-    for key, value in (("depolarizing", depolarizing), ("readout_error", readout_error),
-                       ("noise_model", noise_model)):  # fmt: skip
-        if value is not None:
-            backend.options[key] = value
-    if noise_model is not None:
-        return device, noise_model
-    if device is not None:
-        from qiskit_aer.noise import NoiseModel
-
-        return device, NoiseModel.from_backend(device)
-    if depolarizing is not None or readout_error is not None:
-        return device, _noise_from_rates(depolarizing, readout_error)
-    return device, None
-
-
-def _rates(depolarizing: Any, readout_error: Any) -> str:
-    """'depolarizing=..., readout_error=...' for the rates that were given."""
-    given = (("depolarizing", depolarizing), ("readout_error", readout_error))
-    return " and ".join(f"{k}={v!r}" for k, v in given if v is not None)
-
-
 def _parities(bits: Any, labels: list[str], qubits: tuple[int, ...]) -> list[np.ndarray]:
     """Mean of (-1)^(parity of the measured bits under each label's letters), per parameter set; clbit j holds
     qubit ``qubits[j]``, and a label's letter for qubit q is its (q+1)-th from the right."""
@@ -297,24 +173,3 @@ def _parities(bits: Any, labels: list[str], qubits: tuple[int, ...]) -> list[np.
     parity = (unpacked.astype(np.uint16) @ masks) & 1  # [..., shots, W]
     means = (1.0 - 2.0 * parity).mean(axis=-2)  # [..., W]
     return [means[..., w] for w in range(len(labels))]
-
-
-def basis_groups(observables: list[Any]) -> list[dict]:
-    """Greedy qubit-wise commuting groups of the Pauli labels of ``observables``."""
-    groups: list[dict] = []
-    for obs in observables:
-        for label in obs.paulis.to_labels():
-            if set(label) == {"I"}:
-                continue
-            n = len(label)
-            letters = {n - 1 - i: c for i, c in enumerate(label) if c != "I"}
-            for group in groups:
-                if all(group["letters"].get(q, c) == c for q, c in letters.items()):
-                    group["letters"].update(letters)
-                    group["labels"].add(label)
-                    break
-            else:
-                groups.append({"letters": dict(letters), "labels": {label}})
-    for group in groups:
-        group["key"] = tuple(sorted(group["letters"].items()))
-    return groups

@@ -1,8 +1,9 @@
-"""What the Qiskit families ``aer`` and ``ibm`` share: conversion, transpilation, calls, retries (``density``,
-hybridai's own noisy simulator, shares the conversion and transpilation cache and runs its own ``execute``).
+"""What the Qiskit families ``aer`` and ``ibm`` share: calls, retries, time-outs and parameter sets split into calls;
+each holds a Qiskit front end (``hybridai.quantum.qiskit_frontend.frontend.QiskitFrontEnd``) for its device, noise
+model and transpiled circuits.
 
 A tape is converted to a parametrised ``QuantumCircuit`` once per circuit structure and
-transpiled once per backend; a whole batch, and in training every parameter-shifted copy of
+transpiled once per backend (by its front end); a whole batch, and in training every parameter-shifted copy of
 it, goes out as parameter values broadcast in ONE primitive call (split only when a call
 would exceed ``max_parameter_sets``). Gradients use the two-term parameter-shift rule for
 every gate parameter (``hybridai.quantum.execution.shift_rule``), so they reach the weights AND the inputs.
@@ -35,11 +36,10 @@ with a ``ResourceLimitError`` before anything is converted or allocated.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import numbers
-import threading
 import time
+from abc import abstractmethod
 from typing import Any
 
 import numpy as np
@@ -48,38 +48,26 @@ from hybridai.core.capabilities import QuantumCapabilities
 from hybridai.core.contracts import Availability, QuantumExecutor
 from hybridai.core.errors import (
     BackendExecutionError,
-    ConfigError,
-    ResourceLimitError,
     UnsupportedOperationError,
     check_seed,
     check_shots,
     invalid,
-    missing_extra,
     non_negative_int,
     optional_int,
-    suggest,
 )
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
+from hybridai.quantum.execution.config_check import check_config
 from hybridai.quantum.execution.shift_rule import parameter_shift
 from hybridai.quantum.qiskit.redaction import log, redact
-from hybridai.quantum.qiskit_frontend.conversion import Converted, convert
+from hybridai.quantum.qiskit_frontend.conversion import Converted, convert, tape_results
 from hybridai.quantum.qiskit_frontend.fake_devices import fake_names
-from hybridai.quantum.qiskit_frontend.noise_checks import warn_if_no_error_lands
+from hybridai.quantum.qiskit_frontend.frontend import QiskitFrontEnd, qiskit_availability
+from hybridai.quantum.qiskit_frontend.options import check_optimization_level, refuse_options
+from hybridai.quantum.qiskit_frontend.transpiling import Transpiled
 
-SHARED_OPTIONS = ("shots", "seed", "retries", "backoff", "timeout", "max_parameter_sets", "optimization_level")
+JOB_OPTIONS = ("retries", "backoff", "timeout", "max_parameter_sets")  # how jobs are sent (aer and ibm)
+SHARED_OPTIONS = ("shots", "seed", *JOB_OPTIONS, "optimization_level")
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer back-offs and time-outs are typing mistakes
-
-
-class Transpiled(tuple):
-    """``(circuit, observables)`` as ``QiskitBackend.transpiled`` returns them, with ``key``: the structure they were
-    transpiled from (the converted tape's exact key and the optimisation level), for caches keyed by value."""
-
-    key: tuple
-
-    def __new__(cls, circuit: Any, observables: list[Any], key: tuple) -> Transpiled:
-        made = super().__new__(cls, (circuit, observables))
-        made.key = key
-        return made
 
 
 class Tally:
@@ -93,9 +81,10 @@ class Tally:
 
 
 class QiskitBackend(QuantumExecutor):
-    """Shared machinery of the Qiskit families: conversion, transpilation cache, calls, retries."""
+    """Shared machinery of the Qiskit families ``aer`` and ``ibm``: calls, retries, the shift rule. Each family builds
+    its ``frontend`` (device, noise model, transpiled circuits) once its options are checked."""
 
-    device: Any = None  # the IBM device (or fake device) circuits run on; None: Aer's own simulator
+    frontend: QiskitFrontEnd
     shared_options: tuple[str, ...] = SHARED_OPTIONS  # the options of QiskitBackend the family takes
     own_options: tuple[str, ...] = ()  # the family's options besides the shared ones (listed in errors)
 
@@ -125,9 +114,9 @@ class QiskitBackend(QuantumExecutor):
             raise invalid("backoff", backoff, f"seconds in [0, {MAX_SECONDS}] (the delay before the first retry)")
         if timeout is not None and (not _is_real(timeout) or not 0 < timeout <= MAX_SECONDS):
             raise invalid("timeout", timeout, f"None (wait as long as the job takes) or seconds in (0, {MAX_SECONDS}]")
-        if isinstance(optimization_level, bool) or optimization_level not in (0, 1, 2, 3):
-            raise invalid("optimization_level", optimization_level, "0, 1, 2 or 3")
-        self.refuse_options(target, options)
+        check_optimization_level(optimization_level)
+        refuse_options(f"{self.family}:{target}" if target else self.family, options,
+                       [*self.shared_options, *self.own_options])  # fmt: skip
         given = {"shots": shots, "seed": seed, "retries": retries, "backoff": backoff, "timeout": timeout,
                  "max_parameter_sets": max_parameter_sets, "optimization_level": optimization_level}  # fmt: skip
         defaults = {"retries": 2, "backoff": 1.0, "optimization_level": 1}
@@ -136,48 +125,19 @@ class QiskitBackend(QuantumExecutor):
         self.shots, self.seed, self.retries = shots, seed, retries
         self.backoff, self.timeout = float(backoff), None if timeout is None else float(timeout)
         self.max_parameter_sets, self.optimization_level = max_parameter_sets, optimization_level
-        self._transpiled: dict[tuple, Any] = {}
-        self._lock = threading.Lock()
-
-    def refuse_options(self, target: str | None, options: dict[str, Any]) -> None:
-        """A ConfigError naming ``options`` when there are any (the family's accepted options listed)."""
-        if options:
-            name = f"{self.family}:{target}" if target else self.family
-            accepted = [*self.shared_options, *self.own_options]
-            hints = "".join(suggest(o, accepted) for o in sorted(options))
-            raise ConfigError(
-                f"backend={name!r} does not accept the option(s) {sorted(options)}; accepted: "
-                f"{', '.join(accepted)}.{hints}"
-            )
 
     @classmethod
     def is_available(cls) -> Availability:
-        for module, package in (
-            ("qiskit", "qiskit"),
-            ("qiskit_aer", "qiskit-aer"),
-            ("qiskit_ibm_runtime", "qiskit-ibm-runtime"),
-        ):
-            if importlib.util.find_spec(module) is None:
-                return Availability(False, missing_extra(package, "all", "the Qiskit backends"))
-        return Availability(True)
+        return qiskit_availability()
 
-    # -- to be provided by each family -------------------------------------------------------
+    # -- provided by each family -------------------------------------------------------------
 
-    def hardware(self) -> Any:
-        """The backend circuits are transpiled for (``None``: no transpilation target)."""
-        return None
-
-    def transpile_target(self, converted: Converted) -> Any:
-        """What ``converted`` is transpiled for (a backend or a ``Target``): ``hardware()`` unless a family needs
-        more for this circuit."""
-        return self.hardware()
-
+    @abstractmethod
     def estimate(
         self, pairs: list[tuple[Any, list[Any]]], values: list[np.ndarray], config: ExecutionConfig, tally: Tally
     ) -> list:
         """Expectations ``[S_f, B, R]`` of each (circuit, observables) pair for its values ``[S_f, B, P_f]``,
         all in ONE primitive call (``run_job``); ``config.shots`` is already resolved."""
-        raise NotImplementedError
 
     # -- shared ------------------------------------------------------------------------------
 
@@ -195,40 +155,19 @@ class QiskitBackend(QuantumExecutor):
             folds_need_barriers=True,
         )
 
-    def cached(self, key: tuple, make: Any) -> Any:
-        """``make()`` once per ``key`` (transpiled circuits and the like), shared by all calls."""
-        with self._lock:
-            if key in self._transpiled:
-                return self._transpiled[key]
-        made = make()
-        with self._lock:
-            return self._transpiled.setdefault(key, made)
+    @property
+    def device(self) -> Any:
+        """The IBM device (or fake device) circuits run on; None: Aer's own simulator."""
+        return self.frontend.device
 
-    def transpiled(self, converted: Converted, keep_gates: bool) -> tuple[Any, list[Any]]:
-        """The circuit and observables laid out for the hardware, transpiled once per structure at
-        ``optimization_level``; at level 0 when ``keep_gates`` (tapes folded by someone else, without
-        barriers between the folds). hybridai's own ZNE protects its folds with barriers and asks for
-        ``keep_gates=False``, so its circuits are transpiled exactly as unmitigated ones."""
-        level = 0 if keep_gates else self.optimization_level
+    @property
+    def noise_model(self) -> Any:
+        """The ``NoiseModel`` Aer simulates (None: noiseless, or the device's own noise on ``ibm``)."""
+        return self.frontend.noise_model
 
-        key = (converted.key, level)
-
-        def make() -> Transpiled:
-            from qiskit import transpile
-            from qiskit.transpiler import Target
-
-            target = self.transpile_target(converted)
-            if target is None:
-                return Transpiled(converted.circuit, converted.observables, key)
-            where = {"target": target} if isinstance(target, Target) else {"backend": target}
-            circuit = transpile(
-                converted.circuit, **where, optimization_level=level,
-                seed_transpiler=self.seed if self.seed is not None else 1234,
-            )  # fmt: skip
-            warn_if_no_error_lands(getattr(self, "noise_model", None), circuit, self.name)
-            return Transpiled(circuit, [o.apply_layout(circuit.layout) for o in converted.observables], key)
-
-        return self.cached(key, make)
+    def transpiled(self, converted: Converted, keep_gates: bool) -> Transpiled:
+        """``converted`` as this backend runs it: ``QiskitFrontEnd.transpiled``."""
+        return self.frontend.transpiled(converted, keep_gates)
 
     def run_job(self, submit: Any, tally: Tally) -> Any:
         """``submit()`` a job and return its result, retrying failures with exponential back-off."""
@@ -301,29 +240,15 @@ class QiskitBackend(QuantumExecutor):
         return BackendExecutionError(f"{self.name!r}: estimate() returned {got}; accepted: {accepted} (a bug in the "
                                      "backend)")  # fmt: skip
 
-    def check_config(self, config: ExecutionConfig) -> None:
-        """Refuse what this executor cannot do for the settled ``config`` (a mitigation engine it does not run)."""
-        engines = self.capabilities.mitigation_engines
-        if config.mitigation is not None and config.mitigation.engine not in engines:
-            raise invalid(
-                "mitigation", config.mitigation, f"None here (run it through hybridai.quantum.execution.run.execute, "
-                f"which applies ZNE around {self.name!r}), or an engine in {engines}",
-            )  # fmt: skip
-
     def check_resources(self, n_qubits: int, config: ExecutionConfig) -> None:
         """Refuse (before converting or transpiling) a register wider than the device's qubit count."""
-        device = self.device
-        if device is not None and n_qubits > device.num_qubits:
-            raise ResourceLimitError(
-                f"n_qubits={n_qubits} on {self.name!r}, a device of {device.num_qubits} qubits; accepted: at most "
-                f"{device.num_qubits} wires, or a wider device"
-            )
+        self.frontend.check_register(n_qubits)
 
     def execute(self, tapes: Any, config: ExecutionConfig) -> Execution:
         """All tapes, every parameter set of their batches and every parameter shift in ONE primitive call
         (more only when ``max_parameter_sets`` splits it)."""
         tapes, config = self.settle(tapes, config)
-        self.check_config(config)
+        check_config(self, config)
         self.check_resources(len(config.wires), config)
         tally = Tally(config.shots)
         converted = [convert(tape, list(config.wires)) for tape in tapes]
@@ -360,18 +285,6 @@ def refuse_channels(backend: QuantumExecutor, channels: list[Any]) -> None:
             f"backend={density} (the same circuit with its channels{' and this device' if backend.target else ''}"
             f"; rates constant, trainable or per sample, differentiable) or 'pennylane:default.mixed'"
         )
-
-
-def tape_results(tape: Any, converted: Converted, raw: Any) -> Any:
-    """A tape's results (PennyLane's layout) from its raw expectation columns ``[B, R]``."""
-    results = []
-    for kind, where in converted.post:
-        if kind == "var":
-            value = raw[:, where[1]] - raw[:, where[0]] ** 2
-        else:
-            value = raw[:, where]
-        results.append(value if tape.batch_size is not None else value.squeeze(0))
-    return tuple(results) if len(results) > 1 else results[0]
 
 
 def column(observables: list[Any]) -> np.ndarray:

@@ -21,6 +21,7 @@ from hybridai.quantum.execution.resources import check_state_memory
 from hybridai.quantum.qiskit.executor import QiskitBackend, Tally, column
 from hybridai.quantum.qiskit.redaction import redact, redact_logs, remember_account
 from hybridai.quantum.qiskit_frontend.fake_devices import fake_backend
+from hybridai.quantum.qiskit_frontend.frontend import QiskitFrontEnd
 
 ACCOUNT_HELP = (
     "save an account with qiskit_ibm_runtime.QiskitRuntimeService.save_account(...) or set the environment "
@@ -71,9 +72,12 @@ class IBMBackend(QiskitBackend):
         self.options.update(mode=mode, resilience_level=resilience_level)
         self.mode, self.resilience_level = mode, resilience_level
         self.local = target.startswith("fake_")
-        self.device = fake_backend(target) if self.local else self._account_backend(target)
+        device = fake_backend(target) if self.local else self._account_backend(target)
         if self.local:
-            _check_local_device(self.device, target)
+            _check_local_device(device, target)
+        self.frontend = QiskitFrontEnd(
+            self.name, device=device, optimization_level=self.optimization_level, seed=self.seed
+        )
 
     @staticmethod
     def _account_backend(name: str) -> Any:
@@ -109,9 +113,6 @@ class IBMBackend(QiskitBackend):
             folds_need_barriers=caps.folds_need_barriers,
         )  # fmt: skip
 
-    def hardware(self) -> Any:
-        return self.device
-
     def estimator(self, seed: int | None = None, mitigation: Any = None) -> Any:
         """The client-side Estimator for a seed and a ZNE(engine='ibm') setting, created once each."""
 
@@ -132,7 +133,7 @@ class IBMBackend(QiskitBackend):
                 self._ibm_zne(estimator, mitigation)
             return estimator
 
-        return self.cached(("estimator", seed, mitigation), make)
+        return self.frontend.cached(("estimator", seed, mitigation), make)
 
     @staticmethod
     def _ibm_zne(estimator: Any, zne: Any) -> None:

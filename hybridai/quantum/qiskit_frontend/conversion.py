@@ -5,7 +5,8 @@ Wire position q of the backend's wires is qiskit qubit q; since qiskit labels qu
 rightmost Pauli letter, PennyLane's wire 0 is the rightmost letter. Every gate parameter
 becomes one qiskit ``Parameter``; parametric gates are only those with the two-term shift rule
 (shift pi/2, factor 1/2), so parameter-shift gradients are exact. Other operations are
-decomposed with PennyLane's own decompositions.
+decomposed with PennyLane's own decompositions. Back from the circuit: ``tape_results`` lays the raw
+expectations of the observables out as PennyLane returns the tape's measurements.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def _pauli_op(terms: list[tuple[float, dict[int, str]]], n: int) -> Any:
     return SparsePauliOp.from_list(labels or [("I" * n, 0.0)]).simplify()
 
 
-def _terms(obs: Any, position: dict) -> list[tuple[float, dict[int, str]]]:
+def pauli_terms(obs: Any, position: dict) -> list[tuple[float, dict[int, str]]]:
     import pennylane as qml
 
     check_hermitian(obs, "a Qiskit backend")  # the real parts of complex coefficients alone would be another observable
@@ -99,7 +100,7 @@ Gate = tuple[str, tuple[int, ...], Any]  # (qiskit name, qubits, parameter index
 def convert(tape: Any, wires: list) -> Converted:
     """Convert a (possibly broadcast) tape on ``wires`` into a ``Converted`` circuit."""
     position = {w: i for i, w in enumerate(wires)}
-    gates, params = _gates(tape.operations, position, wires)
+    gates, params = qiskit_gates(tape.operations, position, wires)
     observables, post = _observables(tape.measurements, position, wires)
     exact = tuple(
         (tuple(o.paulis.to_labels()), np.asarray(o.coeffs, dtype=np.complex128).tobytes()) for o in observables
@@ -109,7 +110,7 @@ def convert(tape: Any, wires: list) -> Converted:
     return Converted(_circuit(gates, len(params), len(wires)), params, observables, post, key, channels)
 
 
-def _gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], list[Any]]:
+def qiskit_gates(operations: Any, position: dict, wires: list) -> tuple[list[Gate], list[Any]]:
     """Qiskit gates for PennyLane ``operations`` (decomposed where needed, ``hybridai.quantum.circuits.decomposition``)
     and one torch parameter per parametric gate."""
     import pennylane as qml
@@ -191,7 +192,7 @@ def _observables(measurements: Any, position: dict, wires: list) -> tuple[list[A
     for mp in measurements:
         kind = type(mp).__name__
         if kind in ("ExpectationMP", "VarianceMP"):
-            op = _pauli_op(_terms(mp.obs, position), n)
+            op = _pauli_op(pauli_terms(mp.obs, position), n)
             observables.append(op)
             if kind == "ExpectationMP":
                 post.append(("expval", len(observables) - 1))
@@ -220,3 +221,15 @@ def _projectors(measured: list[int], n: int) -> list[Any]:
             op = op.compose(_pauli_op([(0.5, {}), (0.5 if bit == 0 else -0.5, {q: "Z"})], n))
         out.append(op.simplify())
     return out
+
+
+def tape_results(tape: Any, converted: Converted, raw: Any) -> Any:
+    """A tape's results (PennyLane's layout) from its raw expectation columns ``[B, R]`` (``converted.post``)."""
+    results = []
+    for kind, where in converted.post:
+        if kind == "var":
+            value = raw[:, where[1]] - raw[:, where[0]] ** 2
+        else:
+            value = raw[:, where]
+        results.append(value if tape.batch_size is not None else value.squeeze(0))
+    return tuple(results) if len(results) > 1 else results[0]
