@@ -22,7 +22,7 @@ from hybridai.core.module import domain_of
 from hybridai.deployment.deployment import Deployment, float_cuts
 from hybridai.deployment.placed import place_segment
 from hybridai.neuromorphic.energy import energy_model
-from hybridai.neuromorphic.segments import Segment, cut, flatten, layer_name
+from hybridai.neuromorphic.segments import Segment, chip_families, cut, flatten, layer_name
 from hybridai.quantum.framework_objects import backend_spec
 from hybridai.spiking.graph import SPIKING
 
@@ -137,9 +137,7 @@ def _backend(domain: str, name: Any, options: Mapping[str, Any] | None) -> Backe
     if domain == "classical" and not isinstance(backend, Placement):
         raise invalid("classical", backend.name, "a placement backend for classical layers, e.g. 'torch:cuda'")
     if not (isinstance(backend, ChipCompiler) or domain in backend.domains):
-        raise invalid(
-            keyword, backend.name, "a chip ('loihi', 'loihi2', 'akida', 'nengo', a plugin chip) or 'torch[:device]'"
-        )
+        raise invalid(keyword, backend.name, f"a chip (one of {chip_families()}) or 'torch[:device]'")
     return backend
 
 

@@ -210,6 +210,18 @@ def _front_end(layers: list[tuple[str, nn.Module]], roles: list[str], chip: _Chi
     return stop
 
 
+def chip_families() -> list[str]:
+    """The registered chip families (those whose class is a ``ChipCompiler``), built-in and plugin, for refusals."""
+    names = []
+    for family in registry.families():
+        try:
+            if issubclass(registry.backend_class(family), ChipCompiler):
+                names.append(family)
+        except Exception:  # a family that cannot load is simply not named
+            continue
+    return names
+
+
 def chips_taking(kind: str | None) -> list[str]:
     """The registered, available chip families whose default instance compiles ``kind`` layers (for refusals: it
     loads every backend family once)."""

@@ -79,3 +79,11 @@ def test_chip_options_belong_to_the_keyword_form_and_options_to_the_one_chip_for
         hybridai.deploy(snn(), chip="loihi", quirks="lava")
     with pytest.raises(ConfigError, match=r"^backend='loihi' is not valid; accepted: None when chip=, quantum="):
         hybridai.deploy(snn(), "loihi", chip="loihi")
+
+
+def test_a_backend_that_is_no_chip_is_refused_naming_the_registered_chips():
+    with pytest.raises(ConfigError) as caught:
+        hybridai.deploy(snn(), chip="statevector")
+    message = str(caught.value)
+    assert message.startswith("chip='statevector'")
+    assert all(repr(name) in message for name in ("loihi", "loihi2", "akida", "nengo"))
