@@ -214,65 +214,20 @@ def all_reduce_sum(values: Sequence[float]) -> list[float]:
     return tensor.tolist()
 
 
-def _gather_rows(rows: torch.Tensor, n: int) -> torch.Tensor:
-    """Concatenate every rank's equally sized ``rows`` in rank order and keep the first ``n``."""
-    real = torch.view_as_real(rows) if rows.is_complex() else rows
-    real = real.to(_reduce_device()).contiguous()  # gloo gathers CPU tensors, NCCL CUDA ones
-    parts = [torch.empty_like(real) for _ in range(world_size())]
-    dist.all_gather(parts, real)
-    whole = torch.cat(parts)[:n].to(rows.device)
-    return torch.view_as_complex(whole) if rows.is_complex() else whole
-
-
-def _shard(x: torch.Tensor) -> torch.Tensor:
-    """This rank's rows of ``x``, padded with copies of row 0 to ``ceil(N / world_size)`` rows."""
-    size = -(-x.shape[0] // world_size())
-    part = x[rank() * size : (rank() + 1) * size]
-    if part.shape[0] < size:
-        part = torch.cat([part, x[:1].expand(size - part.shape[0], *x.shape[1:])])
-    return part
-
-
 def sharded_gram(kernel: Any, X: Any, Y: Any = None) -> torch.Tensor:
     """The kernel matrix ``kernel(X, Y)`` ``[N, M]`` computed by all ranks together; every rank gets all of it.
 
-    Each rank prepares the statevectors (fidelity) or Bloch vectors (projected) of its share of the
-    ``N + M`` samples, the shares are gathered, each rank computes its share of the rows, and the
-    rows are gathered: ``(N + M) / world_size`` circuits and ``N * M / world_size`` overlaps per rank.
-    Equal to the single-process ``kernel(X, Y)`` to rounding. The gathered matrix carries no autograd
-    history (use it to fit estimators, not to train the feature map). Without a process group:
-    ``kernel(X, Y)``.
+    Each rank computes its share of the samples' features and its own rows
+    (``hybridai.quantum.kernels.sharded.gram_shards``: each pair once, about ``N * M / world_size`` overlaps per
+    rank), then the rows are gathered. Equal to the single-process ``kernel(X, Y)`` to rounding; no autograd
+    history. To keep the matrix divided (memory per rank ~ N^2 / world_size) use ``gram_shards`` and the kernel
+    methods beside it (``ShardedKernelRidge``, ``sharded_alignment``). Without a process group: ``kernel(X, Y)``.
     """
     from hybridai.quantum.kernels.quantum_kernel import QuantumKernel
+    from hybridai.quantum.kernels.sharded import gram_shards
 
     if not isinstance(kernel, QuantumKernel):
         raise invalid("kernel", type(kernel).__name__, "a hybridai.QuantumKernel")
     if not is_distributed():
         return kernel(X, Y)
-    if kernel.kind == "fidelity" and kernel.method != "statevector":
-        raise invalid(
-            "kernel.method",
-            kernel.method,
-            "'statevector' for a sharded fidelity kernel (an exact backend, shots=None) or kind='projected'; "
-            "compute-uncompute kernels are computed with kernel(X, Y)",
-        )
-    X, Y = kernel.check_inputs(X, Y)  # the same checks and dtype promotion as kernel(X, Y)
-    n = X.shape[0]
-    both = X if Y is None else torch.cat([X, Y])
-    with torch.no_grad():
-        if kernel.kind == "fidelity":
-            features = _gather_rows(kernel.states(_shard(both)), both.shape[0])
-        else:
-            features = _gather_rows(kernel.bloch_vectors(_shard(both)), both.shape[0]).reshape(both.shape[0], -1)
-        fx, fy = features[:n], features[n:] if Y is not None else features
-        mine = _shard(fx)
-        if kernel.kind == "fidelity":
-            overlap = mine @ fy.conj().T
-            rows = overlap.real**2 + overlap.imag**2
-        else:
-            # ||rho(x) - rho(y)||_F^2 = |r(x) - r(y)|^2 / 2 for one-qubit density matrices
-            rows = torch.exp(-kernel.gamma * 0.5 * ((mine[:, None, :] - fy[None, :, :]) ** 2).sum(-1))
-        K = _gather_rows(rows, n)
-        if Y is None and kernel.kind == "fidelity":
-            K = 0.5 * (K + K.T)
-    return K.to(X.dtype)
+    return gram_shards(kernel, X, Y).gather()

@@ -10,6 +10,7 @@ import math
 import os
 import socket
 
+import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
@@ -21,6 +22,7 @@ import hybridai
 from hybridai.core.errors import ConfigError, HybridAIError
 from hybridai.demo import entangling_classifier
 from hybridai.quantum.kernels.quantum_kernel import IQPFeatureMap
+from hybridai.quantum.kernels.sharded import ShardedKernelRidge, gram_shards, sharded_alignment
 from hybridai.training import distributed, fit
 
 WORLD = 2
@@ -72,6 +74,10 @@ def gram_inputs() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.rand(7, 3, generator=g, dtype=torch.float64), torch.rand(5, 3, generator=g, dtype=torch.float64)
 
 
+def targets() -> torch.Tensor:
+    return torch.randn(7, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+
+
 def sgd_steps(model: nn.Module, loader) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     for _ in range(EPOCHS):
@@ -100,6 +106,11 @@ def worker(rank: int, port: int, folder: str) -> None:
     for kind, kernel in kernels().items():
         results[f"gram_{kind}_xx"] = distributed.sharded_gram(kernel, X)
         results[f"gram_{kind}_xy"] = distributed.sharded_gram(kernel, X, Y)
+        shards = gram_shards(kernel, X)
+        results[f"shards_{kind}_nbytes"] = shards.nbytes
+        results[f"align_{kind}"] = [sharded_alignment(shards, targets(), centered=c) for c in (False, True)]
+        ridge = ShardedKernelRidge(kernel, alpha=0.1).fit(X, targets())
+        results[f"ridge_{kind}"] = (ridge.dual_coef_, ridge.predict(Y))
 
     # (c) fit: shuffled training data, validation, TensorBoard, and a callback that stops on rank 1 only
     model = distributed.wrap(hybrid_model())
@@ -174,6 +185,27 @@ def test_sharded_gram_equals_unsharded(ranks, kind):
             got = result[f"gram_{kind}_{key}"]
             assert got.dtype == value.dtype and got.shape == value.shape
             torch.testing.assert_close(got, value, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["fidelity", "projected"])
+def test_sharded_kernel_methods_equal_one_process_and_divide_the_matrix(ranks, kind):
+    _, results = ranks
+    X, Y = gram_inputs()
+    kernel = kernels()[kind]
+    with torch.no_grad():
+        K = kernel(X)
+    reference = hybridai.QuantumKernelRidge(kernel, alpha=0.1).fit(X.numpy(), targets().numpy())
+    for result in results:
+        coef, predicted = result[f"ridge_{kind}"]
+        np.testing.assert_allclose(coef.numpy(), reference.dual_coef_, atol=1e-8, rtol=0)
+        np.testing.assert_allclose(predicted.numpy(), reference.predict(Y.numpy()), atol=1e-8, rtol=0)
+        for got, centered in zip(result[f"align_{kind}"], (False, True), strict=True):
+            expected = hybridai.target_alignment(K, targets(), centered=centered)
+            torch.testing.assert_close(got, expected, atol=1e-12, rtol=0)
+    # 7 rows in 4 chunks (1, 2, 2, 2 rows): each chunk's entries on and right of the diagonal, each pair once
+    held = [result[f"shards_{kind}_nbytes"] for result in results]
+    assert sum(held) == (1 * 7 + 2 * 6 + 2 * 4 + 2 * 2) * 8
+    assert max(held) < 7 * 7 * 8 / 2
 
 
 def test_fit_histories_agree_across_ranks_and_with_one_process(ranks):
