@@ -80,8 +80,8 @@ def init_from_env(backend: str | None = None, timeout: float | None = None) -> b
     ranks before failing (default: torch's, 30 minutes for gloo, 10 for NCCL).
 
     On many machines (``torchrun --nnodes N --rdzv-backend c10d --rdzv-endpoint HOST:PORT``) torchrun's
-    rendezvous assigns the ranks and sets the same variables, with ``MASTER_ADDR``/``MASTER_PORT`` naming
-    its own store, which ``env://`` joins (``TORCHELASTIC_USE_AGENT_STORE``).
+    rendezvous assigns the ranks and sets the same variables, ``MASTER_ADDR``/``MASTER_PORT`` naming a
+    store that the torchrun of rank 0's machine holds, which ``env://`` joins (``TORCHELASTIC_USE_AGENT_STORE``).
     """
     if backend is not None and backend not in BACKENDS:
         raise invalid("backend", backend, f"None (nccl with CUDA, else gloo) or one of {BACKENDS}")
