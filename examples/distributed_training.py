@@ -1,7 +1,8 @@
 """Train a small hybrid classifier in one process, in many processes on one machine, or on many machines.
 
 Linear(64 -> 4) -> Tanh -> QuantumLayer (4 qubits, ``statevector``) -> Linear(4 -> 10), in float64, trained with
-Adam by ``hybridai.training.fit`` on scikit-learn's 8x8 digits (bundled with scikit-learn: nothing is downloaded).
+Adam by ``hybridai.training.fit`` on scikit-learn's 8x8 digits (bundled with scikit-learn: nothing is downloaded),
+on GPU ``LOCAL_RANK`` with NCCL when CUDA is available, else on the CPU with gloo.
 The same script, unchanged, runs as
 
     python examples/distributed_training.py [--samples 1536] [--epochs 4] [--batch-size 32] [--out DIR]
@@ -59,10 +60,11 @@ def digits(samples: int) -> tuple[TensorDataset, TensorDataset]:
     return TensorDataset(x[:samples], y[:samples]), TensorDataset(x[-VALIDATION:], y[-VALIDATION:])
 
 
-def train(model: nn.Module, train_data, val_data, epochs: int) -> tuple[list[dict], torch.optim.Optimizer]:
-    """``fit`` with Adam and cross-entropy; the history and the optimizer (for the checkpoint)."""
+def train(model: nn.Module, train_data, val_data, epochs: int, device=None) -> tuple[list[dict], torch.optim.Optimizer]:
+    """``fit`` with Adam and cross-entropy (batches moved to ``device``); the history and the optimizer."""
     optimizer = torch.optim.Adam(model.parameters(), lr=LR)
-    history = fit(model, train_data, val_data, nn.functional.cross_entropy, optimizer, epochs, progress=False)
+    loss = nn.functional.cross_entropy
+    history = fit(model, train_data, val_data, loss, optimizer, epochs, device=device, progress=False)
     return history, optimizer
 
 
@@ -80,16 +82,18 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--samples {args.samples}: accepted 1 to {MAX_SAMPLES}")
 
     distributed.init_from_env(timeout=args.timeout)  # False, and nothing done, under plain python
+    # NCCL with CUDA (one GPU per process, LOCAL_RANK's), else gloo on the CPU
+    device = torch.device("cuda", distributed.local_rank()) if torch.cuda.is_available() else torch.device("cpu")
     if distributed.rank() == 0:
         args.out.mkdir(parents=True, exist_ok=True)  # before training, not after it
     train_set, val_set = digits(args.samples)
     torch.manual_seed(args.seed)  # rank 0's initial weights, which DDP copies to every rank
-    model = make_model()
+    model = make_model().to(device)
     distributed.seed_everything(args.seed, model)  # from here on seed + rank: torch, numpy, seeded backends
     model = distributed.wrap(model)  # DistributedDataParallel under torchrun, the model itself otherwise
     train_data = distributed.distributed_loader(train_set, args.batch_size, seed=args.seed)
     val_data = distributed.distributed_loader(val_set, 64, shuffle=False)
-    history, optimizer = train(model, train_data, val_data, args.epochs)
+    history, optimizer = train(model, train_data, val_data, args.epochs, device)
 
     rank, world = distributed.rank(), distributed.world_size()
     checkpoint = None
@@ -102,7 +106,7 @@ def main(argv: list[str] | None = None) -> dict:
         final = history[-1]
         with torch.no_grad():
             x, y = val_set.tensors
-            accuracy = (distributed.unwrap(model)(x).argmax(1) == y).double().mean().item()
+            accuracy = (distributed.unwrap(model)(x.to(device)).argmax(1).cpu() == y).double().mean().item()
         print(f"final train loss {final['train_loss']!r}, val accuracy {accuracy:.3f}")
         checkpoint = hybridai.save(
             distributed.unwrap(model), args.out / "checkpoint.pt", optimizer=optimizer, epoch=final["epoch"],

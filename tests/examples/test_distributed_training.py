@@ -83,6 +83,7 @@ def launch_two_nodes(folder: Path) -> tuple[list[int], list[str], list[Path]]:
     env = {
         **os.environ,
         "OMP_NUM_THREADS": "1",
+        "CUDA_VISIBLE_DEVICES": "",  # gloo on the CPU: two "nodes" on one machine would share its GPU 0
         "PYTHONPATH": os.pathsep.join([str(REPOSITORY), *filter(None, [os.environ.get("PYTHONPATH")])]),
         MARKER: run,
     }
