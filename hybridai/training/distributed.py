@@ -74,8 +74,14 @@ def init_from_env(backend: str | None = None, timeout: float | None = None) -> b
     Reads ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT``. Without
     ``WORLD_SIZE`` (a plain ``python script.py``) nothing happens and False is returned; an already
     initialised group is kept. ``backend``: ``"gloo"`` or ``"nccl"``; default NCCL when CUDA is
-    available, else gloo. With NCCL the CUDA device ``LOCAL_RANK`` becomes the current device.
-    ``timeout``: seconds a collective waits for the other ranks before failing (default: torch's).
+    available, else gloo. With NCCL the CUDA device ``LOCAL_RANK`` becomes the current device (one
+    GPU per process: ``--nproc-per-node`` at most the machine's GPUs).
+    ``timeout``: seconds this rank waits to join the group and at each collective for the other
+    ranks before failing (default: torch's, 30 minutes for gloo, 10 for NCCL).
+
+    On many machines (``torchrun --nnodes N --rdzv-backend c10d --rdzv-endpoint HOST:PORT``) torchrun's
+    rendezvous assigns the ranks and sets the same variables, ``MASTER_ADDR``/``MASTER_PORT`` naming a
+    store that the torchrun of rank 0's machine holds, which ``env://`` joins (``TORCHELASTIC_USE_AGENT_STORE``).
     """
     if backend is not None and backend not in BACKENDS:
         raise invalid("backend", backend, f"None (nccl with CUDA, else gloo) or one of {BACKENDS}")
@@ -91,6 +97,9 @@ def init_from_env(backend: str | None = None, timeout: float | None = None) -> b
         value = os.environ.get(name, "")
         if not value.isdigit():
             raise invalid(f"{name} (environment variable)", value, "a non-negative int (set by torchrun)")
+    size = int(os.environ["WORLD_SIZE"])
+    if not int(os.environ["RANK"]) < size:
+        raise invalid("RANK (environment variable)", os.environ["RANK"], f"0 to {size - 1} (WORLD_SIZE={size})")
     missing = [name for name in ("MASTER_ADDR", "MASTER_PORT") if name not in os.environ]
     if missing:
         raise ConfigError(
@@ -101,6 +110,13 @@ def init_from_env(backend: str | None = None, timeout: float | None = None) -> b
     if backend == "nccl":
         if not torch.cuda.is_available():
             raise invalid("backend", backend, "'gloo' on a machine without CUDA")
+        gpus = torch.cuda.device_count()
+        if not local_rank() < gpus:
+            raise invalid(
+                "LOCAL_RANK (environment variable)",
+                os.environ["LOCAL_RANK"],
+                f"0 to {gpus - 1}: this machine has {gpus} GPU(s), so at most --nproc-per-node {gpus}",
+            )
         torch.cuda.set_device(local_rank())
     limit = None if timeout is None else datetime.timedelta(seconds=timeout)  # None: torch's default
     dist.init_process_group(backend, init_method="env://", timeout=limit)

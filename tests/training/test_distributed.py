@@ -282,6 +282,24 @@ def test_init_from_env_without_torchrun(monkeypatch):
         distributed.init_from_env()
 
 
+def test_init_from_env_refuses_a_rank_outside_the_world_and_more_processes_than_gpus(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    monkeypatch.setenv("RANK", "2")
+    with pytest.raises(ConfigError, match=r"RANK \(environment variable\)='2'.*0 to 1 \(WORLD_SIZE=2\)"):
+        distributed.init_from_env(timeout=1)  # refused before joining: no wait for a store
+    # NCCL: one GPU per process; a LOCAL_RANK past this machine's GPUs is refused before any CUDA call
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: pytest.fail(f"set_device({device}) was called"))
+    with pytest.raises(ConfigError, match=r"LOCAL_RANK \(environment variable\)='1'.*0 to 0.*--nproc-per-node 1"):
+        distributed.init_from_env(backend="nccl")
+    assert not distributed.is_distributed()
+
+
 @pytest.mark.parametrize(
     "call, match",
     [
