@@ -63,10 +63,10 @@ def _worker(rank: int, world: int, port: int, task: dict, out: str) -> None:
     gram_shards(kernel, X[:64])  # warm-up: recording, plans, the group's first collectives
     result: dict = {"rank": rank}
     if task["what"] == "gram":
-        times = []
+        times, before = [], peak_bytes()  # the peak's growth over all repeats (the first one sets it)
         for _ in range(task["repeats"]):
             dist.barrier()
-            before, start = peak_bytes(), time.perf_counter()
+            start = time.perf_counter()
             shards = gram_shards(kernel, X)
             dist.barrier()
             times.append(time.perf_counter() - start)
