@@ -2,16 +2,20 @@
 
 Sections (``--sections``; all by default):
 
-* ``throughput``: samples per second of the demo model (``hybridai.demo.hybrid_model``: Linear
-  64->n, Tanh, n-qubit statevector circuit, Linear n->10) trained with ``hybridai.training.fit``
-  (Adam, cross-entropy) on scikit-learn's digits, in one process against two processes
-  (``torch.multiprocessing`` spawn, gloo, DistributedDataParallel, ``DistributedSampler``) with the
-  same global batch (samples per optimizer step) and the same shuffled order, so both do the same
-  work (the training losses agree). Every setup runs in fresh spawned processes with a
-  fixed number of torch threads each; one process with as many threads as the two processes
-  have together is the other single-process baseline on the same cores. Time: median over
-  ``--repeats`` rounds of about ``--samples`` samples each (whole epochs), after one warm-up epoch;
-  a setup stops after 10 s of timed rounds (the rounds column says how many ran).
+* ``throughput``: samples per second of hybrid models trained with ``hybridai.training.fit`` (Adam,
+  cross-entropy) on scikit-learn's digits, in one process against two processes (``torch.multiprocessing``
+  spawn, gloo, DistributedDataParallel via ``distributed.wrap``, ``DistributedSampler``) with the same global
+  batch (samples per optimizer step) and the same shuffled order, so both do the same work (the training
+  losses agree). ``--models``: ``demo`` (``hybridai.demo.hybrid_model``: Linear 64->n, Tanh, n-qubit
+  statevector circuit, Linear n->10; ``--qubits``, ``--batch``) and ``sel10`` (compute-bound: Linear 64->10,
+  Tanh, angle embedding and 2 ``StronglyEntanglingLayers`` on 10 qubits, statevector, Linear 10->10; global
+  batch 256). Every setup runs in fresh spawned processes with a fixed number of torch threads each
+  (``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` the same); one process with as many threads as the two processes have
+  together is the other single-process baseline on the same cores. Time: median over ``--repeats`` rounds of
+  about ``--samples`` samples each (whole epochs), after one warm-up epoch; a setup stops after 10 s of timed
+  rounds (the rounds column says how many ran). From every model's one-process step time ``t1`` and its
+  two-process ratio ``r`` the overhead ``c`` that two processes add per step (``r = t1 / (t1 / 2 + c)``) is
+  estimated, and with it the step time from which two processes give at least 1.5x (``t1 >= 6 c``).
 
 * ``memory``: what gradient checkpointing (``recompute_steps=K``) saves on a long spiking
   sequence: T=1000 steps, batch 32, 512 neurons, forward + backward of ``spikes.sum()`` for
@@ -24,7 +28,8 @@ Sections (``--sections``; all by default):
   process's peak resident set (``ru_maxrss``; the step is the process's first full-size one)
   and the step time; the ratio is without / with.
 
-    python benchmarks/scale.py [--sections throughput] [--qubits 6] [--batch 64 256] [--samples 10000] [--repeats 3]
+    python benchmarks/scale.py [--sections throughput] [--models demo sel10] [--qubits 6] [--batch 64 256]
+        [--samples 10000] [--repeats 3]
     python benchmarks/scale.py --sections memory [--memory-steps 1000] [--recompute-steps 32] [--neurons 512]
 """
 
@@ -39,16 +44,30 @@ import tempfile
 import time
 
 import torch
+from machine import cpu_model
 
 SECTIONS = ("throughput", "memory")
+MODELS = ("demo", "sel10")
+SEL10_BATCH = 256  # the compute-bound model's global batch
 ROUNDS_BUDGET_S = 10.0  # throughput: no further timed rounds once this much time is spent (a loaded box)
 
 
 # ----------------------------------------------------------------- throughput
 
 
+def _sel10_model() -> torch.nn.Module:
+    """Linear 64->10, Tanh, angle embedding + 2 StronglyEntanglingLayers on 10 qubits (statevector), Linear 10->10."""
+    from torch import nn
+
+    from hybridai import QuantumLayer
+    from hybridai.demo import entangling_classifier
+
+    quantum = QuantumLayer(entangling_classifier, 10, {"weights": (2, 10, 3)})
+    return nn.Sequential(nn.Linear(64, 10), nn.Tanh(), quantum, nn.Linear(10, 10))
+
+
 def _throughput_worker(rank: int, world: int, port: int, threads: int, settings: dict, out: str) -> None:
-    """One rank: fit the demo model for a warm-up epoch, then ``repeats`` timed rounds; rank 0 writes JSON."""
+    """One rank: fit the model for a warm-up epoch, then ``repeats`` timed rounds; rank 0 writes JSON."""
     from torch import nn
     from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
@@ -65,7 +84,7 @@ def _throughput_worker(rank: int, world: int, port: int, threads: int, settings:
     usable = len(x) // settings["batch"] * settings["batch"]  # whole global batches: identical work for any world
     dataset = TensorDataset(x[:usable], y[:usable])
     torch.manual_seed(0)
-    model = distributed.wrap(hybrid_model(settings["qubits"]))
+    model = distributed.wrap(_sel10_model() if settings["model"] == "sel10" else hybrid_model(settings["qubits"]))
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     if world > 1:
         loader = distributed.distributed_loader(dataset, settings["batch"] // world, shuffle=True, seed=0)
@@ -89,7 +108,9 @@ def _throughput_worker(rank: int, world: int, port: int, threads: int, settings:
     if rank == 0:
         samples = len(loader.sampler) * world * epochs
         seconds = statistics.median(times)
+        steps = len(loader) * epochs
         result = {"seconds": seconds, "epochs": epochs, "rounds": len(times), "samples_per_s": samples / seconds}
+        result["step_ms"] = 1e3 * seconds / steps
         result["loss"] = first_round_loss  # the same work gives the same loss in every setup
         with open(out, "w") as f:
             json.dump(result, f)
@@ -104,18 +125,26 @@ def _free_port() -> int:
 
 
 def throughput(
-    qubits: int = 6, batches: tuple[int, ...] = (64, 256), samples: int = 10000, repeats: int = 3
+    qubits: int = 6,
+    batches: tuple[int, ...] = (64, 256),
+    samples: int = 10000,
+    repeats: int = 3,
+    models: tuple[str, ...] = MODELS,
 ) -> list[dict]:
-    """Rows ``{setup, processes, threads, batch, per_rank_batch, epochs, seconds, samples_per_s, loss}``.
+    """Rows ``{model, setup, processes, threads, batch, per_rank_batch, epochs, seconds, step_ms, samples_per_s,
+    loss}``.
 
-    ``batches``: global batch sizes (samples per optimizer step, split over the processes);
-    ``samples``: about how many training samples one timed round processes (whole epochs).
+    ``batches``: global batch sizes of the demo model (samples per optimizer step, split over the processes;
+    ``sel10`` trains with ``SEL10_BATCH``); ``samples``: about how many training samples one timed round
+    processes (whole epochs); ``step_ms``: milliseconds per optimizer step.
     """
     import torch.multiprocessing as mp
 
+    runs = [(m, b) for m in models for b in (batches if m == "demo" else (SEL10_BATCH,))]
     rows = []
-    for batch, processes, threads in ((b, p, t) for b in batches for p, t in ((1, 1), (1, 2), (2, 1))):
-        settings = {"qubits": qubits, "batch": batch, "samples": samples, "repeats": repeats}
+    for (model, batch), (processes, threads) in ((r, s) for r in runs for s in ((1, 1), (1, 2), (2, 1))):
+        settings = {"model": model, "qubits": qubits, "batch": batch, "samples": samples, "repeats": repeats}
+        os.environ.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))  # the spawned processes'
         with tempfile.TemporaryDirectory() as folder:
             out = os.path.join(folder, "result.json")
             args = (processes, _free_port(), threads, settings, out)
@@ -124,34 +153,67 @@ def throughput(
                 result = json.load(f)
         setup = f"{processes} process{'es' if processes > 1 else ''} x {threads} thread{'s' if threads > 1 else ''}"
         rows.append(
-            {"setup": setup, "processes": processes, "threads": threads, "batch": batch}
+            {"model": model, "setup": setup, "processes": processes, "threads": threads, "batch": batch}
             | {"per_rank_batch": batch // processes}
             | result
         )
     return rows
 
 
+def pays_off(rows: list[dict]) -> str:
+    """A sentence from ``rows``: the per-step overhead ``c`` two processes add (``r = t1 / (t1 / 2 + c)`` for the
+    one-process step time ``t1`` and the ratio ``r``; the median over models and batches) and the one-process step
+    time ``6 c`` from which two processes give at least 1.5x the samples per second of one."""
+    overheads = []
+    for model, batch in dict.fromkeys((r["model"], r["batch"]) for r in rows):
+        by_setup = {(r["processes"], r["threads"]): r for r in rows if r["model"] == model and r["batch"] == batch}
+        t1 = by_setup[(1, 1)]["step_ms"]
+        ratio = by_setup[(2, 1)]["samples_per_s"] / by_setup[(1, 1)]["samples_per_s"]
+        overheads.append(t1 / ratio - t1 / 2)
+    c = statistics.median(overheads)
+    if c <= 0:
+        return (
+            f"Two processes add no measurable overhead per step here (median estimate {c:.2f} ms): data-parallel "
+            "training pays from the smallest model measured."
+        )
+    return (
+        f"Two processes add about {c:.1f} ms per optimizer step (median over {len(overheads)} measurements of "
+        f"t1 / r - t1 / 2; per measurement {', '.join(f'{o:.1f}' for o in overheads)} ms), so on this machine "
+        f"2 processes give >= 1.5x the samples per second of one from a one-process step time of about "
+        f"{6 * c:.0f} ms per global batch (>= 1.8x from about {c / (1 / 1.8 - 1 / 2):.0f} ms)."
+    )
+
+
 def print_throughput(rows: list[dict], settings: dict) -> None:
     print(
-        f"\nthroughput: demo model ({settings['qubits']} qubits, statevector), digits, about {settings['samples']} "
-        f"samples per round, median of up to {settings['repeats']} rounds, torch {torch.__version__}, "
-        f"{os.cpu_count()} CPU cores"
+        f"\nthroughput: about {settings['samples']} samples per round, median of up to {settings['repeats']} rounds, "
+        f"torch {torch.__version__}, {os.cpu_count()} CPU cores, CPU: {cpu_model()}"
     )
-    print("| global batch | setup | torch threads per process | batch per rank | epochs / round | rounds | "
-          "samples / s | seconds / round | train loss after round 1 |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        f"models: demo = hybridai.demo.hybrid_model({settings['qubits']}) (statevector); sel10 = Linear 64->10, "
+        "Tanh, 10-qubit angle embedding + 2 StronglyEntanglingLayers (statevector), Linear 10->10"
+    )
+    print("| model | global batch | setup | torch threads per process | batch per rank | epochs / round | rounds | "
+          "samples / s | ms / step | seconds / round | train loss after round 1 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(
-            f"| {row['batch']} | {row['setup']} | {row['threads']} | {row['per_rank_batch']} | {row['epochs']} | "
-            f"{row['rounds']} | "
-            f"{row['samples_per_s']:.0f} | {row['seconds']:.2f} | {row['loss']:.5f} |"
+            f"| {row['model']} | {row['batch']} | {row['setup']} | {row['threads']} | {row['per_rank_batch']} | "
+            f"{row['epochs']} | {row['rounds']} | {row['samples_per_s']:.0f} | {row['step_ms']:.2f} | "
+            f"{row['seconds']:.2f} | {row['loss']:.5f} |"
         )
     print()
-    for batch in dict.fromkeys(row["batch"] for row in rows):
-        speed = {(r["processes"], r["threads"]): r["samples_per_s"] for r in rows if r["batch"] == batch}
+    for model, batch in dict.fromkeys((r["model"], r["batch"]) for r in rows):
+        speed = {
+            (r["processes"], r["threads"]): r["samples_per_s"]
+            for r in rows
+            if (r["model"], r["batch"]) == (model, batch)
+        }
         two = speed[(2, 1)]
-        print(f"batch {batch}: 2 processes x 1 thread / 1 process x 1 thread = {two / speed[(1, 1)]:.2f}x, "
+        print(f"{model}, batch {batch}: 2 processes x 1 thread / 1 process x 1 thread = {two / speed[(1, 1)]:.2f}x, "
               f"/ 1 process x 2 threads = {two / speed[(1, 2)]:.2f}x samples per second")  # fmt: skip
+    print()
+    print(pays_off(rows))
 
 
 # ----------------------------------------------------------------- memory
@@ -289,8 +351,9 @@ def print_memory(rows: list[dict], settings: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS), help="throughput: models")
     parser.add_argument("--qubits", type=int, default=6, help="throughput: qubits of the demo model")
-    parser.add_argument("--batch", type=int, nargs="+", default=[64, 256], help="throughput: global batches")
+    parser.add_argument("--batch", type=int, nargs="+", default=[64, 256], help="throughput: demo global batches")
     parser.add_argument("--samples", type=int, default=10000, help="throughput: samples per timed round (about)")
     parser.add_argument("--repeats", type=int, default=3, help="throughput: timed rounds (median)")
     parser.add_argument("--memory-steps", type=int, default=1000, help="memory: time steps T")
@@ -301,7 +364,8 @@ def main() -> None:
     args = parser.parse_args()
     if "throughput" in args.sections:
         settings = {"qubits": args.qubits, "samples": args.samples, "repeats": args.repeats}
-        print_throughput(throughput(batches=tuple(args.batch), **settings), settings)
+        rows = throughput(batches=tuple(args.batch), models=tuple(args.models), **settings)
+        print_throughput(rows, settings)
     if "memory" in args.sections:
         settings = {"steps": args.memory_steps, "batch": args.memory_batch, "neurons": args.neurons}
         settings |= {"chunk": args.recompute_steps, "threads": args.threads}

@@ -23,9 +23,13 @@ AMP_DTYPES = {"cpu": (torch.bfloat16,), "cuda": (torch.float16, torch.bfloat16)}
 
 
 def _epoch(model, data, loss_fn, optimizer, train: bool, device, progress: bool, desc: str, amp, scaler, batch_dim):
-    """One pass over ``data``; returns this rank's (summed loss x samples, samples)."""
+    """One pass over ``data``; returns this rank's (summed loss x samples, samples).
+
+    The losses stay on their device until the pass ends (one copy to the host per pass, no synchronisation per
+    step); the sum is taken in float64 in batch order."""
     model.train(train)
-    total, count = 0.0, 0
+    losses: list[torch.Tensor] = []
+    counts: list[int] = []
     batches = data
     if progress:
         from tqdm.auto import tqdm
@@ -46,10 +50,13 @@ def _epoch(model, data, loss_fn, optimizer, train: bool, device, progress: bool,
                 else:
                     loss.backward()
                     optimizer.step()
-            samples = _samples(x, batch_dim)
-            total += float(loss.detach()) * samples
-            count += samples
-    return total, count
+            counts.append(_samples(x, batch_dim))
+            losses.append(loss.detach().reshape(()))
+    values = torch.stack(losses).cpu().tolist() if losses else []
+    total = 0.0
+    for value, samples in zip(values, counts, strict=True):
+        total += value * samples
+    return total, sum(counts)
 
 
 def _samples(x, batch_dim: int) -> int:

@@ -192,3 +192,28 @@ def test_desc_labels_the_progress_bars(capsys):
     assert "probe: epoch 1/1" in err and "probe: val" in err
     with pytest.raises(HybridAIError, match="desc=3 is not valid"):
         fit(m, data, None, torch.nn.functional.mse_loss, torch.optim.SGD(m.parameters(), lr=0.1), 1, desc=3)
+
+
+def test_epoch_loss_is_read_once_per_pass_and_summed_in_float64_in_batch_order(monkeypatch):
+    """No loss is read on the host during a pass (no synchronisation per step on an accelerator); the epoch's loss
+    is the float64 sum of each batch's loss times its samples, in batch order, over the samples (batches of 16, 16
+    and 8)."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    data = DataLoader(TensorDataset(*_data(0)[:40]), batch_size=16)
+    losses, reads = [], []
+
+    def loss(output, target):
+        value = torch.nn.functional.mse_loss(output, target)
+        losses.append(float(value))
+        return value
+
+    to_float = torch.Tensor.__float__
+    monkeypatch.setattr(torch.Tensor, "__float__", lambda self: reads.append(tuple(self.shape)) or to_float(self))
+    history = fit(model, data, None, loss, torch.optim.SGD(model.parameters(), lr=0.0), 1, progress=False)
+    monkeypatch.undo()
+    assert reads == [()] * 3  # the loss function's own reads only
+    want = 0.0
+    for value, samples in zip(losses, (16, 16, 8), strict=True):
+        want += value * samples
+    assert history[0]["train_loss"] == want / 40
