@@ -7,7 +7,8 @@ does not fit one process?
 * ``gram``: one process ``kernel(X)`` (the upper triangle, mirrored), then ``gram_shards(kernel, X)`` on 1 and on 2
   processes (each rank its features, the features exchanged, its share of the pairs); time is the slowest rank's,
   from the first barrier to the last; held: the matrix entries a rank keeps; peak: the rank's peak resident set
-  (its imports included: PyTorch, PennyLane and Qiskit take a few hundred MiB). Values of the 2-process shards checked against ``kernel(X)``.
+  (its imports included, and the block temporaries, bounded by the kernel's ``gram_memory``). Values of the
+  2-process shards checked against ``kernel(X)``.
 * ``ridge``: ``ShardedKernelRidge`` (conjugate gradients on the sharded matrix, one all-reduce per iteration) against
   ``hybridai.QuantumKernelRidge`` (scikit-learn's solve on the whole matrix) at ``--check-size`` samples, then on 2
   processes at ``--ridge-size`` samples with ``gram_memory`` smaller than the whole matrix.
