@@ -68,6 +68,9 @@ def test_bad_arguments_are_refused_by_name():
         ShardedKernelRidge(k, max_iter=0)
     with pytest.raises(ConfigError, match="did not reach tol=1e-12 in max_iter=2 iterations"):
         ShardedKernelRidge(k, alpha=1e-3, max_iter=2).fit(X, torch.sin(X.sum(1)))
+    assert ShardedKernelRidge(k, alpha=1e-3).fit(X, torch.sin(X.sum(1))).iterations_ > 2  # the route: max_iter
+    with pytest.raises(ShapeError, match="y.shape='str'"):
+        ShardedKernelRidge(k).fit(X, "labels")
     with pytest.raises(ConfigError, match="predict before fit"):
         ShardedKernelRidge(k).predict(X)
     with pytest.raises(ShapeError, match="gram="):
@@ -76,6 +79,10 @@ def test_bad_arguments_are_refused_by_name():
         sharded_alignment(gram_shards(k, X), torch.ones(5))
     with pytest.raises(ConfigError, match="kernel="):
         gram_shards(object(), X)
-    uncompute = hybridai.QuantumKernel(feature_map, 3, {"weights": (1, 3, 3)}, method="compute-uncompute")
+    with torch.random.fork_rng():
+        torch.manual_seed(0)  # the weights of kernel("fidelity")
+        uncompute = hybridai.QuantumKernel(feature_map, 3, {"weights": (1, 3, 3)}, method="compute-uncompute")
     with pytest.raises(ConfigError, match="kernel.method='compute-uncompute'"):
         gram_shards(uncompute, X)
+    with torch.no_grad():  # the route the refusal names: kernel(X, Y), equal to the statevector kernel
+        torch.testing.assert_close(uncompute(X[:4]), k(X[:4]), atol=1e-10, rtol=0)

@@ -35,6 +35,18 @@ def group() -> tuple[int, int]:
     return 0, 1
 
 
+def _targets(y: Any, n: int) -> torch.Tensor:
+    """``y`` as float64 targets ``[n]`` or ``[n, T]``, else a ShapeError naming ``y``."""
+    try:
+        target = torch.as_tensor(y, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        target = None
+    if target is None or target.ndim not in (1, 2) or target.shape[0] != n or not torch.isfinite(target).all():
+        shape = tuple(target.shape) if target is not None else type(y).__name__
+        raise invalid("y.shape", shape, f"finite numeric targets [{n}] or [{n}, T]", ShapeError)
+    return target
+
+
 def _all_reduce(values: torch.Tensor) -> torch.Tensor:
     """The sum of ``values`` over ranks (on the device the group's backend reduces on), back on its device."""
     if group()[1] == 1:
@@ -197,10 +209,7 @@ def sharded_alignment(gram: ShardedGram, y: Any, *, centered: bool = False) -> t
             "gram", "a rectangular ShardedGram", "the symmetric Gram matrix of one set of samples", ShapeError
         )
     n = gram.shape[0]
-    y = torch.as_tensor(y, dtype=torch.float64)
-    if y.ndim not in (1, 2) or y.shape[0] != n or not torch.isfinite(y).all():
-        raise invalid("y.shape", tuple(y.shape), f"finite targets [{n}] or [{n}, C]", ShapeError)
-    Y = y.reshape(n, -1)
+    Y = _targets(y, n).reshape(n, -1)
     squared = gram.squared_norm()
     if centered:
         Y = Y - Y.mean(0)
@@ -238,9 +247,7 @@ class ShardedKernelRidge:
         """Dual coefficients ``dual_coef_`` ``[N]`` (or ``[N, T]``) on every rank; ``iterations_`` taken."""
         gram = gram_shards(self.kernel, X)
         X_checked, _ = self.kernel.check_inputs(X)
-        target = torch.as_tensor(y, dtype=torch.float64)
-        if target.ndim not in (1, 2) or target.shape[0] != gram.shape[0] or not torch.isfinite(target).all():
-            raise invalid("y.shape", tuple(target.shape), f"finite targets [{gram.shape[0]}] or [N, T]", ShapeError)
+        target = _targets(y, gram.shape[0])
         B = target.reshape(gram.shape[0], -1)
         coef, self.iterations_ = self._solve(gram, B)
         self.dual_coef_ = coef.reshape(target.shape)
