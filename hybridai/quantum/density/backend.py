@@ -55,11 +55,10 @@ from hybridai.quantum.execution.resources import check_state_memory, memory_limi
 from hybridai.quantum.execution.shift_rule import parameter_shift
 from hybridai.quantum.qiskit_frontend.conversion import Converted, tape_results
 from hybridai.quantum.qiskit_frontend.fake_devices import fake_backend, fake_names
-from hybridai.quantum.qiskit_frontend.frontend import QiskitFrontEnd, qiskit_availability
+from hybridai.quantum.qiskit_frontend.frontend import HoldsFrontEnd, QiskitFrontEnd, qiskit_availability
 from hybridai.quantum.qiskit_frontend.measuring import basis_groups, measured_circuit
 from hybridai.quantum.qiskit_frontend.noise_models import resolve_noise
 from hybridai.quantum.qiskit_frontend.options import FRONT_END_OPTIONS, check_optimization_level, refuse_options
-from hybridai.quantum.qiskit_frontend.transpiling import Transpiled
 
 DTYPES = {"complex128": torch.float64, "complex64": torch.float32}  # the real dtype of the Pauli coefficients
 DIFF_METHODS = ("best", "backprop", "parameter-shift")
@@ -68,7 +67,7 @@ REMEDY = ("fewer qubits, or backend='aer' with shots (Aer samples noisy statevec
           "hardware ('ibm:<device>')")  # fmt: skip
 
 
-class DensityBackend(QuantumExecutor):
+class DensityBackend(HoldsFrontEnd, QuantumExecutor):
     """Batched density matrices in torch with Qiskit noise models; see the module docstring. Its ``frontend``
     (``QiskitFrontEnd``) holds the device, the noise model, the transpiled circuits and the compiled plans."""
 
@@ -125,16 +124,6 @@ class DensityBackend(QuantumExecutor):
         self.noise = Noise(model)
 
     @property
-    def device(self) -> Any:
-        """The fake IBM device circuits are transpiled for and whose noise they get, or None."""
-        return self.frontend.device
-
-    @property
-    def noise_model(self) -> Any:
-        """The ``qiskit_aer.noise.NoiseModel`` simulated (None: no Qiskit noise; channels in a circuit still act)."""
-        return self.frontend.noise_model
-
-    @property
     def capabilities(self) -> QuantumCapabilities:
         noisy = self.noise_model is not None
         return QuantumCapabilities(
@@ -143,10 +132,6 @@ class DensityBackend(QuantumExecutor):
             devices=("cpu", "cuda"), dtype=self.dtype, folds_need_barriers=True,
             runs_channels=True,  # PennyLane's noise channels in a circuit are noise even without a noise model
         )  # fmt: skip
-
-    def transpiled(self, converted: Converted, keep_gates: bool) -> Transpiled:
-        """``converted`` as this backend simulates it: ``QiskitFrontEnd.transpiled`` (the circuit ``aer`` runs)."""
-        return self.frontend.transpiled(converted, keep_gates)
 
     def best_method(self, tapes: list[Any], config: ExecutionConfig) -> str:
         """``"parameter-shift"`` with shots (sampled values have no autograd gradient), ``"backprop"`` without."""

@@ -59,11 +59,10 @@ from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
 from hybridai.quantum.execution.config_check import check_config
 from hybridai.quantum.execution.shift_rule import parameter_shift
 from hybridai.quantum.qiskit.redaction import log, redact
-from hybridai.quantum.qiskit_frontend.conversion import Converted, convert, tape_results
+from hybridai.quantum.qiskit_frontend.conversion import convert, tape_results
 from hybridai.quantum.qiskit_frontend.fake_devices import fake_names
-from hybridai.quantum.qiskit_frontend.frontend import QiskitFrontEnd, qiskit_availability
+from hybridai.quantum.qiskit_frontend.frontend import HoldsFrontEnd, qiskit_availability
 from hybridai.quantum.qiskit_frontend.options import check_optimization_level, refuse_options
-from hybridai.quantum.qiskit_frontend.transpiling import Transpiled
 
 JOB_OPTIONS = ("retries", "backoff", "timeout", "max_parameter_sets")  # how jobs are sent (aer and ibm)
 SHARED_OPTIONS = ("shots", "seed", *JOB_OPTIONS, "optimization_level")
@@ -80,11 +79,10 @@ class Tally:
         return ExecutionStats(self.circuits, self.calls, self.circuits * self.shots, self.seconds)
 
 
-class QiskitBackend(QuantumExecutor):
+class QiskitBackend(HoldsFrontEnd, QuantumExecutor):
     """Shared machinery of the Qiskit families ``aer`` and ``ibm``: calls, retries, the shift rule. Each family builds
     its ``frontend`` (device, noise model, transpiled circuits) once its options are checked."""
 
-    frontend: QiskitFrontEnd
     shared_options: tuple[str, ...] = SHARED_OPTIONS  # the options of QiskitBackend the family takes
     own_options: tuple[str, ...] = ()  # the family's options besides the shared ones (listed in errors)
 
@@ -154,20 +152,6 @@ class QiskitBackend(QuantumExecutor):
             # are transpiled at optimization_level like any other: the scale-factor-1 circuit IS the unmitigated one
             folds_need_barriers=True,
         )
-
-    @property
-    def device(self) -> Any:
-        """The IBM device (or fake device) circuits run on; None: Aer's own simulator."""
-        return self.frontend.device
-
-    @property
-    def noise_model(self) -> Any:
-        """The ``NoiseModel`` Aer simulates (None: noiseless, or the device's own noise on ``ibm``)."""
-        return self.frontend.noise_model
-
-    def transpiled(self, converted: Converted, keep_gates: bool) -> Transpiled:
-        """``converted`` as this backend runs it: ``QiskitFrontEnd.transpiled``."""
-        return self.frontend.transpiled(converted, keep_gates)
 
     def run_job(self, submit: Any, tally: Tally) -> Any:
         """``submit()`` a job and return its result, retrying failures with exponential back-off."""

@@ -102,3 +102,24 @@ class QiskitFrontEnd:
                 f"n_qubits={n_qubits} on {self.name!r}, a device of {device.num_qubits} qubits; accepted: at most "
                 f"{device.num_qubits} wires, or a wider device"
             )
+
+
+class HoldsFrontEnd:
+    """What an executor that holds a ``QiskitFrontEnd`` (``frontend``) shows of it: its device, its noise model and
+    the circuits it transpiles (``aer``, ``ibm`` and ``density`` mix this in)."""
+
+    frontend: QiskitFrontEnd
+
+    @property
+    def device(self) -> Any:
+        """The IBM device (or fake device) circuits are transpiled for, or None (Aer's own simulator)."""
+        return self.frontend.device
+
+    @property
+    def noise_model(self) -> Any:
+        """The ``qiskit_aer.noise.NoiseModel`` simulated, or None."""
+        return self.frontend.noise_model
+
+    def transpiled(self, converted: Converted, keep_gates: bool) -> Transpiled:
+        """``converted`` as this backend runs it: ``QiskitFrontEnd.transpiled``."""
+        return self.frontend.transpiled(converted, keep_gates)
