@@ -47,12 +47,16 @@ def _targets(y: Any, n: int) -> torch.Tensor:
     return target
 
 
+def _exchange_device() -> torch.device:
+    """Where the group's backend exchanges tensors: the current CUDA device with NCCL, else the CPU (gloo)."""
+    return torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+
+
 def _all_reduce(values: torch.Tensor) -> torch.Tensor:
     """The sum of ``values`` over ranks (on the device the group's backend reduces on), back on its device."""
     if group()[1] == 1:
         return values
-    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
-    summed = values.to(device).contiguous()
+    summed = values.to(_exchange_device()).contiguous()
     dist.all_reduce(summed, op=dist.ReduceOp.SUM)
     return summed.to(values.device)
 
@@ -62,8 +66,7 @@ def _all_gather_rows(rows: torch.Tensor, n: int) -> torch.Tensor:
     if group()[1] == 1:
         return rows[:n]
     real = torch.view_as_real(rows) if rows.is_complex() else rows
-    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
-    real = real.to(device).contiguous()
+    real = real.to(_exchange_device()).contiguous()
     parts = [torch.empty_like(real) for _ in range(group()[1])]
     dist.all_gather(parts, real)
     whole = torch.cat(parts)[:n].to(rows.device)
