@@ -5,6 +5,7 @@ rank's results to a file; the tests compare them with single-process references 
 """
 
 import contextlib
+import copy
 import io
 import math
 import os
@@ -24,6 +25,7 @@ from hybridai.demo import entangling_classifier
 from hybridai.quantum.kernels.quantum_kernel import IQPFeatureMap
 from hybridai.quantum.kernels.sharded import ShardedKernelRidge, gram_shards, sharded_alignment
 from hybridai.training import distributed, fit
+from hybridai.training.gradient_exchange import DIRECT_BYTES, LoopbackAverage
 
 WORLD = 2
 PER_RANK = 4  # samples per rank per step: the global batch is 8
@@ -87,6 +89,37 @@ def sgd_steps(model: nn.Module, loader) -> None:
             optimizer.step()
 
 
+def exchange_checks(rank: int) -> dict:
+    """Per model and exchange: the gradients DDP leaves on this rank, this rank's own gradients, and the hooks."""
+    out = {}
+    for name, width, exchange in (
+        ("small", 8, "auto"),
+        ("large", 600, "auto"),  # 600 x 600 float32 weights: 1.4 MiB, past DIRECT_BYTES
+        ("small_process_group", 8, "process_group"),
+    ):
+        torch.manual_seed(0)
+        local = nn.Linear(width, 3)
+        model = distributed.wrap(copy.deepcopy(local), gradient_exchange=exchange)
+        x = torch.randn(5, width, generator=torch.Generator().manual_seed(100 + rank))
+        model(x).square().sum().backward()
+        local(x).square().sum().backward()
+        out[name] = {
+            "hooks": [type(state).__name__ for _, state in model._comm_hooks],
+            "synced": [p.grad.clone() for p in model.parameters()],
+            "own": [p.grad.clone() for p in local.parameters()],
+        }
+    # a rank that exchanges while the other does not: a clear error after the timeout, not a hang
+    exchange = LoopbackAverage(timeout=1.0)
+    if rank == 1:
+        try:
+            exchange.average(torch.ones(4))
+        except HybridAIError as error:
+            out["unmatched"] = str(error)
+    dist.barrier()
+    exchange.close()
+    return out
+
+
 def worker(rank: int, port: int, folder: str) -> None:
     os.environ.update(
         RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
@@ -128,6 +161,9 @@ def worker(rank: int, port: int, folder: str) -> None:
             tensorboard=os.path.join(folder, "tb"),
         )
     results["progress"] = progress.getvalue()
+
+    # (d) gradient exchange: loopback sockets (small buckets), gloo (a bucket over DIRECT_BYTES, or on request)
+    results["exchange"] = exchange_checks(rank)
 
     # seeds: seed + rank everywhere, encoders included
     encoder = hybridai.RateEncoder(4, seed=0)
@@ -238,6 +274,31 @@ def test_fit_histories_agree_across_ranks_and_with_one_process(ranks):
     assert "epoch 1/4" in results[0]["progress"] and results[1]["progress"] == ""  # bars on rank 0 only
 
 
+def test_gradient_exchange_gives_every_rank_the_mean_gradient(ranks):
+    _, results = ranks
+    assert 600 * 600 * 4 > DIRECT_BYTES
+    hooks = {"small": ["LoopbackAverage"], "large": ["LoopbackAverage"], "small_process_group": []}
+    for name, expected_hooks in hooks.items():
+        own = [r["exchange"][name]["own"] for r in results]
+        mean = [(a + b) / 2 for a, b in zip(*own, strict=True)]
+        assert not torch.allclose(own[0][0], own[1][0])  # the ranks' data differ: averaging is seen
+        for result in results:
+            assert result["exchange"][name]["hooks"] == expected_hooks
+            for got, want in zip(result["exchange"][name]["synced"], mean, strict=True):
+                torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    for name in ("small", "large"):  # the same bits on every rank
+        synced = [r["exchange"][name]["synced"] for r in results]
+        assert all(torch.equal(a, b) for a, b in zip(*synced, strict=True))
+
+
+def test_gradient_exchange_with_a_missing_rank_fails_clearly(ranks):
+    _, results = ranks
+    assert "unmatched" not in results[0]["exchange"]
+    message = results[1]["exchange"]["unmatched"]
+    assert message.startswith("rank 1: the gradient exchange with the other ranks failed")
+    assert "same number of backward passes" in message
+
+
 def test_seed_everything_offsets_by_rank(ranks):
     _, results = ranks
     for rank, result in enumerate(results):
@@ -309,6 +370,10 @@ def test_init_from_env_refuses_a_rank_outside_the_world_and_more_processes_than_
         (lambda: distributed.seed_everything(True), r"seed=True.*non-negative int"),
         (lambda: distributed.seed_everything(0, model="net"), r"model='str'.*torch.nn.Module"),
         (lambda: distributed.wrap("net"), r"model='str'.*torch.nn.Module"),
+        (
+            lambda: distributed.wrap(nn.Linear(2, 1), gradient_exchange="nccl"),
+            r"gradient_exchange='nccl'.*'auto', 'process_group'",
+        ),
         (lambda: distributed.all_reduce_sum(["a"]), r"values=\['a'\].*sequence of numbers"),
         (lambda: distributed.all_reduce_sum(3), r"values=3.*sequence of numbers"),
         (lambda: distributed.distributed_loader(data(4, 0), 0), r"batch_size=0.*positive int"),

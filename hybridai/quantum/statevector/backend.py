@@ -38,6 +38,7 @@ from hybridai.core.errors import (
     optional_int,
 )
 from hybridai.core.execution import Execution, ExecutionConfig, ExecutionStats
+from hybridai.quantum.circuits.tape_structure import structure
 from hybridai.quantum.execution.resources import memory_limit
 from hybridai.quantum.execution.shift_rule import parameter_shift
 from hybridai.quantum.statevector.adjoint import ADJOINT_STATES, run_adjoint
@@ -95,6 +96,7 @@ class StatevectorBackend(QuantumExecutor):
         super().__init__(None if target is None else str(self.torch_device), **options)
         self.max_memory, self.fuse_max_qubits, self.shots, self.seed = max_memory, fuse_max_qubits, shots, seed
         self._plans: OrderedDict[tuple, tuple[Plan | None, list[Measurement]]] = OrderedDict()
+        self._fits: dict[tuple, bool] = {}  # backprop's stored states fit the limit, by tape structure
         self._lock = threading.Lock()
 
     @property
@@ -187,11 +189,28 @@ class StatevectorBackend(QuantumExecutor):
 
     def _backprop_fits(self, tape: Any, wires: list) -> bool:
         """Whether backprop's stored states for ``tape`` fit the memory limit (True when it needs no gradient); the
-        plan made to count them is cached for the run."""
+        plan made to count them is cached for the run, and the answer by the tape's structure (which holds the
+        batch size): a later tape of that structure is not converted twice."""
         n = len(wires)
         tensors, device, b, limit = self._sizes(tape, n)
         if not (torch.is_grad_enabled() and any(p.requires_grad for p in tensors)):
             return True
+        shape = structure(tape)
+        if shape is None:
+            return self._count_fits(tape, wires, device, b, limit)
+        key = ("backprop fits", shape, tuple(wires), device, self.cdtype, limit)
+        with self._lock:
+            known = self._fits.get(key)
+        if known is None:
+            known = self._count_fits(tape, wires, device, b, limit)
+            with self._lock:
+                self._fits[key] = known
+                while len(self._fits) > PLAN_CACHE_SIZE:
+                    del self._fits[next(iter(self._fits))]
+        return known
+
+    def _count_fits(self, tape: Any, wires: list, device: torch.device, b: int, limit: int) -> bool:
+        n = len(wires)
 
         def fewest(keys: list[tuple]) -> None:  # the fewer of backprop's and adjoint's states, refused before planning
             backprop = MIN_STATES + (initial_steps(keys) < len(keys))  # a step after the initial state: one more
