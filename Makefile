@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint imports typecheck docs-check docs bench clean
+.PHONY: setup demo test lint imports typecheck docs-check docs bench clean lava-check
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,26 @@ docs: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info site
+
+# The netx export against Lava itself: lava-nc 0.10 and lava-dl 0.6 (Python 3.10 only, about 6 GB with the torch
+# they pull) in $(LAVA_VENV), built once; then the tests that run exported files in Lava's fixed-point models.
+# PYTHON310: a Python 3.10 (found on PATH or under pyenv when unset).
+LAVA_VENV ?= .cache/lava
+lava-check: $(STAMP)
+	@set -e; py="$(PYTHON310)"; \
+	if [ -z "$$py" ]; then \
+		for candidate in python3.10 $$(ls -d "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/3.10*/bin/python3.10 2>/dev/null); do \
+			if "$$candidate" -c "" 2>/dev/null; then py="$$candidate"; break; fi; \
+		done; \
+	fi; \
+	if [ -z "$$py" ]; then echo "lava-check needs Python 3.10 (Lava 0.10 supports only it): PYTHON310=/path/to/python3.10"; exit 1; fi; \
+	if [ ! -f $(LAVA_VENV)/.installed ]; then \
+		echo "installing lava-nc 0.10 and lava-dl 0.6 into $(LAVA_VENV) with $$py (once; a few minutes)"; \
+		"$$py" -m venv $(LAVA_VENV); \
+		$(LAVA_VENV)/bin/python -m pip install lava-nc==0.10.0 lava-dl==0.6.0; \
+		touch $(LAVA_VENV)/.installed; \
+	fi
+	HYBRIDAI_LAVA_PYTHON=$(LAVA_VENV)/bin/python $(PY) -m pytest -q -rs tests/neuromorphic/test_netx_export.py
 
 # Every benchmark (peer and hybridai side by side, ratios printed) into one Markdown file, one section per script,
 # every section written by this target (nothing added by hand). A script runs once with its default arguments, or

@@ -8,7 +8,8 @@ the ``loihi2`` chip compiler; ``hybridai.deploy(model, backend="loihi2")``). Con
 ``graded_chain``: a chain of graded Dense and sigma-delta layers on one clock (``run_graded_network``);
 ``resonate``: resonate-and-fire neurons (``ResonateFireConfig``, ``run_resonate_and_fire``);
 ``adaptive``: adaptive-threshold LIF neurons, Lava's ATRLIF (``AdaptiveLIFConfig``, ``run_adaptive_lif``);
-``registers``: integer registers as Lava holds them; ``training``: ``fake_quantize``.
+``registers``: integer registers as Lava holds them; ``training``: ``fake_quantize``; ``netx``: ``export_netx``
+writes the chip layers as a lava-dl netx file for Lava (and a board) and returns the messages Lava computes.
 The integer helpers shared with Loihi 1 live in ``hybridai.neuromorphic.fixed_point``.
 """
 
@@ -16,6 +17,7 @@ from hybridai.neuromorphic.loihi2.adaptive import AdaptiveLIFConfig, AdaptiveLIF
 from hybridai.neuromorphic.loihi2.backend import compile  # noqa: A004  (the chip compiler's verb)
 from hybridai.neuromorphic.loihi2.graded_chain import Convolution, GradedLayer, GradedRun, run_graded_network
 from hybridai.neuromorphic.loihi2.graded_dense import SIGN_MODES, effective_weights, graded_dense
+from hybridai.neuromorphic.loihi2.netx import NetxExport, export_netx
 from hybridai.neuromorphic.loihi2.network import Loihi2Network
 from hybridai.neuromorphic.loihi2.plan import Loihi2Plan, StagePlan
 from hybridai.neuromorphic.loihi2.resonate import ResonateFireConfig, ResonateFireRun, run_resonate_and_fire
@@ -33,6 +35,7 @@ __all__ = [
     "GradedRun",
     "Loihi2Network",
     "Loihi2Plan",
+    "NetxExport",
     "ResonateFireConfig",
     "ResonateFireRun",
     "SigmaDeltaConfig",
@@ -40,6 +43,7 @@ __all__ = [
     "StagePlan",
     "compile",
     "effective_weights",
+    "export_netx",
     "fake_quantize",
     "graded_dense",
     "run_adaptive_lif",
