@@ -64,7 +64,7 @@ lava-check: $(STAMP)
 		$(LAVA_VENV)/bin/python -m pip install lava-nc==0.10.0 lava-dl==0.6.0; \
 		touch $(LAVA_VENV)/.installed; \
 	fi
-	HYBRIDAI_LAVA_PYTHON=$(LAVA_VENV)/bin/python $(PY) -m pytest -q -rs tests/neuromorphic/test_netx_export.py
+	HYBRIDAI_LAVA_PYTHON=$(LAVA_VENV)/bin/python $(PY) -m pytest -q -rs tests/neuromorphic/test_netx_export.py tests/neuromorphic/test_netx_lif.py
 
 # Every benchmark (peer and hybridai side by side, ratios printed) into one Markdown file, one section per script,
 # every section written by this target (nothing added by hand). A script runs once with its default arguments, or

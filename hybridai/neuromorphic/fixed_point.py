@@ -3,7 +3,8 @@
 Chip-independent: the Loihi 1 and Loihi 2 emulators (``loihi``, ``loihi2``) both build on these, so that no
 chip package imports another. ``wrap`` and ``int32`` are the wraps of numpy's fixed-width integers (Lava's
 models compute in numpy ``int32``); ``decay`` is the 12-bit multiplicative decay that rounds toward zero
-(Loihi 1's compartments and Lava's Loihi 2 neuron models alike); ``check_integer`` takes integer spike counts,
+(Loihi 1's compartments and Lava's Loihi 2 neuron models alike); ``graded_sums`` is Lava's Dense rule on integer
+messages (both chips' netx exports and the Loihi 2 emulator use it); ``check_integer`` takes integer spike counts,
 messages or registers in any dtype that holds whole numbers; ``check_device`` and ``check_emulator`` check
 what an emulator backend is given (a torch device, no target, known options).
 """
@@ -109,3 +110,17 @@ def check_emulator(family: str, target: str | None, options: dict[str, Any], acc
 
 
 __all__ = ["DEVICE_TYPES", "check_device", "check_emulator", "check_integer", "decay", "int32", "wrap", "wrap_f64"]
+
+
+def graded_sums(weights: torch.Tensor, messages: torch.Tensor, weight_exp: int) -> torch.Tensor:
+    """``(weights @ messages[t]) << weight_exp`` (``>> -weight_exp``: floor) for every step, int64 ``[T, B, M]``,
+    wrapped at 32 bits as Lava's int32 buffer: the Dense rule without its one-step buffer. ``weights`` are the
+    effective ones (``effective_weights``) and ``messages`` int64, both checked by the caller."""
+    s, w = messages, weights
+    bound = float(s.abs().max()) * float(w.abs().sum(1).max()) if s.numel() else 0.0
+    accum = s.double() @ w.double().T  # one GEMM for all steps
+    if bound * 2.0 ** max(weight_exp, 0) < 2**31:  # no sum or shift leaves int32: exact float64, no wraps
+        return (accum.mul_(2.0**weight_exp).floor_() if weight_exp else accum).long()  # floor: arithmetic shift
+    accum = accum.long() if bound < 2**53 else (s.cpu() @ w.cpu().T).to(s.device)
+    accum = wrap(accum, 31)
+    return wrap(accum << weight_exp, 31) if weight_exp > 0 else accum >> -weight_exp

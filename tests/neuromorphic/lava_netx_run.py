@@ -2,11 +2,12 @@
 
     python lava_netx_run.py JOBS.json
 
-``JOBS.json``: a list of ``{"net": file, "input": .npy [T, F] int, "output": .npy to write}``. Each file is
-loaded by ``lava.lib.dl.netx.hdf5.Network`` with its input entering the first layer's synapse
-(``input_shape=(F,)``, ``input_message_bits=24``), fed by a ring-buffer source, read by a ring-buffer sink on the
-output port for T steps, with the processes selected by the ``fixed_pt`` tag (as lava-dl's own netx tests run).
-The sink's ``[T, N]`` integers are saved. Imports nothing of hybridai.
+``JOBS.json``: a list of ``{"net": file, "input": .npy, "output": .npy to write}``; an input is ``[T, F]`` or maps
+``[T, C, H, W]`` (integers, torch's order). Each file is loaded by ``lava.lib.dl.netx.hdf5.Network`` with its
+input entering the first layer's synapse (``input_shape`` in Lava's order, ``(F,)`` or ``(W, H, C)``;
+``input_message_bits=24``), fed by a ring-buffer source, read by a ring-buffer sink on the output port for T
+steps, with the processes selected by the ``fixed_pt`` tag (as lava-dl's own netx tests run). The sink's integers
+are saved as ``[T, ...]`` in torch's order. Imports nothing of hybridai.
 """
 
 import json
@@ -20,16 +21,17 @@ from lava.proc import io
 
 
 def run(net_file: str, messages: np.ndarray) -> np.ndarray:
-    steps, width = messages.shape
-    network = netx.hdf5.Network(net_config=net_file, input_shape=(width,), input_message_bits=24)
-    source = io.source.RingBuffer(data=messages.T)
+    steps = messages.shape[0]
+    lava_order = messages.transpose(tuple(range(messages.ndim))[::-1])  # [..., T] with Lava's axes (W, H, C)
+    network = netx.hdf5.Network(net_config=net_file, input_shape=lava_order.shape[:-1], input_message_bits=24)
+    source = io.source.RingBuffer(data=lava_order)
     sink = io.sink.RingBuffer(shape=network.out.shape, buffer=steps)
     source.s_out.connect(network.inp)
     network.out.connect(sink.a_in)
     network.run(condition=RunSteps(num_steps=steps), run_cfg=Loihi1SimCfg(select_tag="fixed_pt"))
     received = sink.data.get()
     network.stop()
-    return np.asarray(received).T.astype(np.int64)
+    return np.asarray(received).transpose(tuple(range(received.ndim))[::-1]).astype(np.int64)
 
 
 if __name__ == "__main__":

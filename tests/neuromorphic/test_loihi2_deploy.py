@@ -12,7 +12,7 @@ from torch import nn
 import hybridai
 from hybridai.core.errors import HybridAIError, ShapeError
 from hybridai.neuromorphic import loihi2
-from hybridai.neuromorphic.loihi2.graded_dense import graded_sums
+from hybridai.neuromorphic.fixed_point import graded_sums
 from hybridai.spiking import LIF, SigmaDelta, SpikeCountDecoder, TimeDistributed, record_messages
 
 

@@ -58,6 +58,28 @@ def frames(seed: int, steps: int = 30) -> torch.Tensor:
     return (torch.rand(1, 12, generator=gen, dtype=torch.float64) + drift).clamp(0, 1)
 
 
+def conv_network(seed: int = 5) -> nn.Sequential:
+    """SigmaDelta input -> Conv2d 2->4 (stride 2, padding 1) -> SigmaDelta (bias) -> Conv2d 4->6 (groups 2) ->
+    SigmaDelta -> Flatten -> Linear 96->5 -> SigmaDelta, and a read-out with a decoder on the host."""
+    torch.manual_seed(seed)
+    return nn.Sequential(
+        SigmaDelta(threshold=0.05, scale=2**-6, input="value"),
+        TimeDistributed(nn.Conv2d(2, 4, 3, stride=2, padding=1, bias=False)),
+        SigmaDelta(threshold=0.03, scale=2**-8, bias=0.02),
+        TimeDistributed(nn.Conv2d(4, 6, 3, padding=1, groups=2, bias=False)),
+        SigmaDelta(threshold=0.03, scale=2**-8),
+        TimeDistributed(nn.Flatten()),
+        nn.Linear(6 * 4 * 4, 5, bias=False),
+        SigmaDelta(threshold=0.01, scale=2**-8, features=5),
+        nn.Linear(5, 3, bias=False),
+        RateDecoder(),
+    ).double()
+
+
+def maps(seed: int) -> torch.Tensor:
+    return torch.rand(12, 2, 8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)).cumsum(0) / 5
+
+
 def lava_outputs(exports, folder: Path) -> list[np.ndarray]:
     """The sink's messages of each export's file run in Lava on the export's input (one Lava process for all)."""
     jobs = []
@@ -103,7 +125,7 @@ def test_the_host_applies_the_read_out_and_decoder_to_the_output(tmp_path):
     export = export_netx(model, tmp_path / "net.h5", example=frames(1))
     stages = plan(model).stages
     weight = stages[3].weights.double() * stages[3].grid / stages[2].grid  # the read-out hybridai's chip holds
-    expected = (export.output.double() * export.output_grid @ weight.T).sum(0)  # SpikeCountDecoder: sum over time
+    expected = (export.output.double() * export.host.grid @ weight.T).sum(0)  # SpikeCountDecoder: sum over time
     torch.testing.assert_close(export.host.decode(export.output), expected, rtol=1e-12, atol=1e-12)
 
 
@@ -129,12 +151,10 @@ def test_what_netx_cannot_express_is_refused_by_name_and_nothing_is_written(tmp_
     with torch.no_grad():
         zero[3].weight.zero_()
     refused(zero, r"4: SigmaDelta weights='all zero'.*at least one non-zero weight")
-    conv = nn.Sequential(
-        SigmaDelta(threshold=0.05, scale=2**-6, input="value"),
-        TimeDistributed(nn.Conv2d(1, 2, 3, bias=False)),
-        SigmaDelta(threshold=0.03, scale=2**-8),
-    ).double()
-    refused(conv, r"Conv2d in front.*convolutions are not written yet")
+    conv = conv_network()
+    with torch.no_grad():
+        conv[1].module.weight.mul_(40)  # sums of 40x the weights: beyond Lava's 24-bit Conv
+    refused(conv, r"2: SigmaDelta's convolution sums could reach .* below 2\^23", example=maps(6) * 100)
     refused(nn.Sequential(SigmaDelta(input="value"), nn.Linear(3, 2, bias=False), RateDecoder()).double(),
             r"an input layer and a read-out")  # fmt: skip
     refused(network(0), r"example=\(30, 1, 12\).*\[T, F\]", ShapeError, frames(1).unsqueeze(1))
@@ -162,6 +182,33 @@ def test_lava_sends_the_exported_messages_for_random_networks(tmp_path):
     for export, received in zip(exports, lava_outputs(exports, tmp_path), strict=True):
         assert bool((export.output != 0).any())
         np.testing.assert_array_equal(received, export.output.numpy())
+
+
+def test_a_convolutional_network_is_written_as_netx_conv_and_flatten_layers(tmp_path):
+    model = conv_network()
+    export = export_netx(model, tmp_path / "conv.h5", example=maps(6))
+    stages = plan(model).stages
+    with h5py.File(tmp_path / "conv.h5") as f:
+        kinds = [f["layer"][str(i)]["type"][0] for i in range(len(f["layer"]))]
+        assert kinds == [b"conv", b"conv", b"flatten", b"dense"]
+        first, second = f["layer/0"], f["layer/1"]
+        np.testing.assert_array_equal(first["weight"][()], stages[1].weights.numpy())  # torch's [C', C, kh, kw]
+        assert list(first["shape"][()]) == [4, 4, 4] and list(second["shape"][()]) == [6, 4, 4]  # [C, H, W]
+        assert list(first["stride"][()]) == [2, 2] and list(first["padding"][()]) == [1, 1]
+        assert int(second["groups"][()]) == 2 and list(second["dilation"][()]) == [1, 1]
+        np.testing.assert_array_equal(first["bias"][()], np.full(4, int(stages[1].config.bias)))  # one per channel
+    assert export.input.shape == (12, 2, 8, 8) and export.output.shape == (12, 5)
+
+
+@needs_lava
+def test_lava_sends_the_exported_messages_of_convolutional_networks(tmp_path):
+    exports = [export_netx(conv_network(seed), tmp_path / f"conv{seed}.h5", example=maps(seed)) for seed in (5, 9)]
+    last = conv_network(7)[:5]  # ending in maps: the sink receives [T, C, H, W]
+    exports.append(export_netx(last, tmp_path / "maps.h5", example=maps(7)))
+    for export, received in zip(exports, lava_outputs(exports, tmp_path), strict=True):
+        assert bool((export.output != 0).any())
+        np.testing.assert_array_equal(received, export.output.numpy())
+    assert exports[-1].output.shape == (12, 6, 4, 4)
 
 
 @needs_lava

@@ -21,6 +21,7 @@ from hybridai.neuromorphic.loihi.compartments import (
     run_compartments,
 )
 from hybridai.neuromorphic.loihi.network import LoihiNetwork
+from hybridai.neuromorphic.loihi.netx import export_netx
 from hybridai.neuromorphic.loihi.plan import LoihiLayerPlan, LoihiPlan
 from hybridai.neuromorphic.loihi.synapses import (
     LayerRun,
@@ -47,6 +48,7 @@ __all__ = [
     "check_weights",
     "compile",
     "decay",
+    "export_netx",
     "fake_quantize",
     "run_compartments",
     "run_network",

@@ -17,12 +17,13 @@ from hybridai.neuromorphic.loihi2.adaptive import AdaptiveLIFConfig, AdaptiveLIF
 from hybridai.neuromorphic.loihi2.backend import compile  # noqa: A004  (the chip compiler's verb)
 from hybridai.neuromorphic.loihi2.graded_chain import Convolution, GradedLayer, GradedRun, run_graded_network
 from hybridai.neuromorphic.loihi2.graded_dense import SIGN_MODES, effective_weights, graded_dense
-from hybridai.neuromorphic.loihi2.netx import NetxExport, export_netx
 from hybridai.neuromorphic.loihi2.network import Loihi2Network
+from hybridai.neuromorphic.loihi2.netx import export_netx
 from hybridai.neuromorphic.loihi2.plan import Loihi2Plan, StagePlan
 from hybridai.neuromorphic.loihi2.resonate import ResonateFireConfig, ResonateFireRun, run_resonate_and_fire
 from hybridai.neuromorphic.loihi2.sigma_delta import ACTIVATIONS, SigmaDeltaConfig, SigmaDeltaRun, run_sigma_delta
 from hybridai.neuromorphic.loihi2.training import FakeQuantized, fake_quantize
+from hybridai.neuromorphic.netx import NetxExport
 
 __all__ = [
     "ACTIVATIONS",

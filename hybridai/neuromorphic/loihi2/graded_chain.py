@@ -21,8 +21,7 @@ import torch
 from torch.nn import functional
 
 from hybridai.core.errors import ShapeError, UnsupportedOperationError, invalid
-from hybridai.neuromorphic.fixed_point import check_integer
-from hybridai.neuromorphic.loihi2.graded_dense import graded_sums
+from hybridai.neuromorphic.fixed_point import check_integer, graded_sums
 from hybridai.neuromorphic.loihi2.registers import per_neuron
 from hybridai.neuromorphic.loihi2.sigma_delta import (
     SigmaDeltaConfig,

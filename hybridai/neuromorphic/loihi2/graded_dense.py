@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from hybridai.core.errors import ShapeError, bounded_int, invalid
-from hybridai.neuromorphic.fixed_point import check_integer, wrap
+from hybridai.neuromorphic.fixed_point import check_integer, graded_sums
 
 SIGN_MODES = ("mixed", "excitatory", "inhibitory")
 
@@ -64,17 +64,3 @@ def graded_dense(
     out = torch.zeros(s.shape[0], s.shape[1], w.shape[0], dtype=torch.int64, device=s.device)
     out[1:] = graded_sums(w.to(s.device), s[:-1], weight_exp)
     return out
-
-
-def graded_sums(weights: torch.Tensor, messages: torch.Tensor, weight_exp: int) -> torch.Tensor:
-    """``(weights @ messages[t]) << weight_exp`` (``>> -weight_exp``: floor) for every step, int64 ``[T, B, M]``,
-    wrapped at 32 bits as Lava's int32 buffer: the Dense rule without its one-step buffer. ``weights`` are the
-    effective ones (``effective_weights``) and ``messages`` int64, both checked by the caller."""
-    s, w = messages, weights
-    bound = float(s.abs().max()) * float(w.abs().sum(1).max()) if s.numel() else 0.0
-    accum = s.double() @ w.double().T  # one GEMM for all steps
-    if bound * 2.0 ** max(weight_exp, 0) < 2**31:  # no sum or shift leaves int32: exact float64, no wraps
-        return (accum.mul_(2.0**weight_exp).floor_() if weight_exp else accum).long()  # floor: arithmetic shift
-    accum = accum.long() if bound < 2**53 else (s.cpu() @ w.cpu().T).to(s.device)
-    accum = wrap(accum, 31)
-    return wrap(accum << weight_exp, 31) if weight_exp > 0 else accum >> -weight_exp

@@ -29,47 +29,56 @@ hybridai's mantissas (``e >= -12``). A read-out Linear (and the decoder) run on 
 ``NetxExport.host.decode(output)`` applies them to the output messages (a Sigma group's 16-bit running sums
 could not hold them). The numbers differ from hybridai's own Loihi 2 plan where it floors each step's synaptic
 sum to the grid (``weight_exp < 0``), which a netx file cannot express; they are Lava's own, message for message.
-Refused by name, before a file is written: convolutions (not written yet), thresholds per neuron, weights beyond
-254 in netx's units, all-zero weights (netx divides by the largest), registers beyond int32, and examples whose
-messages or states leave netx's widths.
+Convolutions (``TimeDistributed(nn.Conv2d)``) are written as netx ``conv`` layers: Lava's Conv computes with
+the weights as given (no exponent) in float32 and keeps 24 bits, and maps reaching a Linear pass a ``flatten``
+entry (torch's order). Refused by name, before a file is written: weights beyond 254 in netx's units, all-zero
+weights (netx divides by the largest), registers beyond int32, and examples whose messages, convolution sums or
+states leave netx's widths.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
-from torch import nn
 
 from hybridai.core.errors import ConfigError, ShapeError, invalid
-from hybridai.neuromorphic.loihi2.graded_dense import graded_sums
+from hybridai.neuromorphic.fixed_point import graded_sums, wrap
+from hybridai.neuromorphic.loihi2.graded_chain import Convolution
 from hybridai.neuromorphic.loihi2.plan import StagePlan, chip_weight, plan
 from hybridai.neuromorphic.loihi2.sigma_delta import SigmaDeltaConfig, run_sigma_delta
+from hybridai.neuromorphic.netx import (
+    INPUT_MESSAGE_BITS,
+    HostReadout,
+    NetxExport,
+    check_target,
+    check_width,
+    write,
+)
 
-__all__ = ["HostReadout", "NetxExport", "NetxLayer", "NetxPlan", "export_netx", "netx_layers", "run_netx"]
+__all__ = ["NetxLayer", "NetxPlan", "export_netx", "netx_layers", "run_netx"]
 
 FRACTION_BITS = 6  # netx's state_exp: bits a message keeps below the layer's grid
 REGISTER_SHIFT = 12  # spike_exp + state_exp: vThMant and bias are shifted left by this much
 MESSAGE_BITS = 16  # netx's messages of SDNN and Sigma neurons (num_message_bits default)
-INPUT_MESSAGE_BITS = 24  # the input messages: Network(..., input_message_bits=24)
 WEIGHT_LIMIT = 254  # the largest magnitude netx's weight optimisation keeps exactly in every sign mode
 
 
 @dataclass(frozen=True)
 class NetxLayer:
-    """One layer of the file: a Dense of integer ``weights`` ``[N, F]`` into SDNN neurons, ``vth`` and ``bias`` as
-    the file holds them (the registers are these times 2^12); ``grid``: the float value of one unit of its
-    messages."""
+    """One layer of the file: a Dense of integer ``weights`` ``[N, F]`` (or a convolution, ``weights`` ``[C', C /
+    groups, kh, kw]`` with its ``conv`` geometry) into SDNN neurons, ``vth`` and ``bias`` (one per neuron, or per
+    channel of maps) as the file holds them (the registers are these times 2^12); ``grid``: the float value of one
+    unit of its messages."""
 
     name: str
     weights: torch.Tensor
     vth: int
     bias: torch.Tensor
     grid: float
+    conv: Convolution | None = None
 
     @property
     def config(self) -> SigmaDeltaConfig:
@@ -80,48 +89,11 @@ class NetxLayer:
         return SigmaDeltaConfig(vth=self.vth * shift, bias=bias * shift, state_exp=FRACTION_BITS)
 
 
-class NetxExport(NamedTuple):
-    """What ``export_netx`` wrote and computed: the file, the example's integer messages into the first layer
-    (``input``, ``[T, F]`` int64) and on the output port (``output``, ``[T, N]`` int64, pipeline delay included),
-    the float value of one output unit (``output_grid``), the layers written and what the host does with the
-    output (``host``: the read-out and decoder, ``host.decode(output)``)."""
-
-    path: Path
-    input: torch.Tensor
-    output: torch.Tensor
-    output_grid: float
-    layers: list[NetxLayer]
-    host: HostReadout
-
-
-@dataclass(frozen=True)
-class HostReadout:
-    """What the host computes from the network's output messages: the model's read-out Linear with the weights
-    hybridai's chip holds (``weight``, float64 ``[C, N]``; None without a read-out) and its decoder (None
-    without)."""
-
-    grid: float  # float value of one output unit
-    weight: torch.Tensor | None
-    decoder: nn.Module | None
-
-    def decode(self, output: Any) -> torch.Tensor:
-        """The model's output for the network's ``output`` messages ``[T, N]`` or ``[T, B, N]`` (float64)."""
-        values = torch.as_tensor(output).double() * self.grid
-        one = values.ndim == 2
-        values = values.unsqueeze(1) if one else values  # [T, B, N], as the decoder takes it
-        if self.weight is not None:
-            values = values @ self.weight.to(values.device).T
-        if self.decoder is not None:
-            values = self.decoder(values)
-            return values[0] if one else values
-        return values[:, 0] if one else values
-
-
 class NetxPlan(NamedTuple):
-    """The host's input layer (hybridai's registers), the file's layers, what the host computes from their output,
-    the input width (None: any) and the shift of the input messages."""
+    """hybridai's plan (the host runs its input layer), the file's layers, what the host computes from their
+    output, the input width (None: any) and the shift of the input messages."""
 
-    first: StagePlan
+    stages: list[StagePlan]  # hybridai's plan: the host's input layer first
     layers: list[NetxLayer]
     host: HostReadout
     width: int | None
@@ -140,9 +112,6 @@ def netx_layers(model: Any) -> NetxPlan:
     layers: list[NetxLayer] = []
     input_shift = max(0, stages[0].weight_exp + REGISTER_SHIFT)  # the first Dense keeps hybridai's mantissas
     for stage in stages:
-        if stage.conv is not None:
-            accepted = "nn.Linear synapses (export_netx writes netx 'dense' layers; convolutions are not written yet)"
-            raise invalid(f"{stage.name} (a Conv2d in front)", "a convolution", accepted)
         assert stage.weights is not None and stage.config is not None  # synapses into sigma-delta neurons
         fraction = REGISTER_SHIFT - input_shift if not layers else FRACTION_BITS  # bits the incoming messages lack
         scaled = stage.weights.double() * 2.0 ** (stage.weight_exp + fraction)
@@ -151,10 +120,10 @@ def netx_layers(model: Any) -> NetxPlan:
         vth = _register(f"{stage.name}.threshold", stage.config.vth, scalar=True)
         bias = torch.as_tensor(stage.config.bias, dtype=torch.int64).expand(weights.shape[0]).clone()
         _register(f"{stage.name}.bias", bias, scalar=False)
-        layers.append(NetxLayer(stage.name, weights, vth, bias, stage.grid / 2**FRACTION_BITS))
+        layers.append(NetxLayer(stage.name, weights, vth, bias, stage.grid / 2**FRACTION_BITS, stage.conv))
     weight = None if readout is None else chip_weight(readout, stages[-1].grid)
     host = HostReadout(layers[-1].grid, weight, planned.decoder)
-    return NetxPlan(first, layers, host, planned.width, input_shift)
+    return NetxPlan(planned.stages, layers, host, planned.width, input_shift)
 
 
 def _register(name: str, value: Any, scalar: bool) -> int:
@@ -185,19 +154,39 @@ def _check_weights(name: str, weights: torch.Tensor) -> None:
 
 def run_netx(layers: list[NetxLayer], messages: Any, *, check: bool = False) -> torch.Tensor:
     """What Lava's fixed-point models send on the output port of the network ``layers`` for the input
-    ``messages`` ``[T, B, F]`` (integers), ``[T, B, N]`` int64: each Dense delivers one step later (sums wrapped
-    to int32 as Lava's), SDNN groups follow ``run_sigma_delta``. ``check``: refuse
-    (ConfigError) a run whose states could leave int32 or whose messages leave netx's 16 bits."""
+    ``messages`` ``[T, B, F]`` (or maps ``[T, B, C, H, W]``; integers): each Dense or convolution delivers one
+    step later (sums wrapped to int32 as Lava's Dense, to 24 bits as its Conv), SDNN groups follow
+    ``run_sigma_delta``; maps reaching a Dense are flattened (torch's order). ``check``: refuse (ConfigError) a run
+    whose states could leave int32, whose convolution sums leave 24 bits (Lava's Conv computes in float32) or whose
+    messages leave netx's 16 bits."""
     current = torch.as_tensor(messages).long()
     for layer in layers:
-        sums = torch.zeros(*current.shape[:2], layer.weights.shape[0], dtype=torch.int64, device=current.device)
-        sums[1:] = graded_sums(layer.weights.to(current.device), current[:-1], 0)
+        steps, batch = current.shape[:2]
+        weights = layer.weights.to(current.device)
+        if layer.conv is None:
+            incoming = current.reshape(steps, batch, -1)  # maps into a Dense: flattened
+            sums = torch.zeros(steps, batch, weights.shape[0], dtype=torch.int64, device=current.device)
+            sums[1:] = graded_sums(weights, incoming[:-1], 0)
+        else:
+            maps = current[:-1].reshape(-1, *current.shape[2:]).double()
+            if check:
+                reach = float(layer.conv(maps.abs(), weights.abs().double()).max()) if maps.numel() else 0.0
+                if reach >= 2**23:
+                    raise ConfigError(
+                        f"{layer.name}'s convolution sums could reach {reach:.4g} for this example; accepted: below "
+                        "2^23 (Lava's Conv sums in float32 and keeps 24 bits): a coarser grid or smaller inputs"
+                    )
+            delivered = layer.conv(maps, weights.double()).round().long()
+            delivered = wrap(delivered, 23).reshape(steps - 1, batch, *delivered.shape[1:])
+            sums = torch.zeros(steps, batch, *delivered.shape[2:], dtype=torch.int64, device=current.device)
+            sums[1:] = delivered
+        flat = sums.reshape(steps, batch, -1)
         if check:
             registers = 2**REGISTER_SHIFT * (int(layer.bias.abs().max()) + layer.vth)
-            _check_bound(f"{layer.name}'s state", float(sums.abs().sum(0, dtype=torch.float64).max()) + registers)
-        current = run_sigma_delta(layer.config, sums).messages
+            _check_bound(f"{layer.name}'s state", float(flat.abs().sum(0, dtype=torch.float64).max()) + registers)
+        current = run_sigma_delta(layer.config, flat).messages.reshape(sums.shape)
         if check:
-            _check_width(f"{layer.name}'s messages", current, MESSAGE_BITS)
+            check_width(f"{layer.name}'s messages", current, MESSAGE_BITS)
     return current
 
 
@@ -215,52 +204,41 @@ def export_netx(model: Any, path: str | os.PathLike[str], *, example: Any) -> Ne
     without the batch axis). Nothing is written when anything is refused."""
     from hybridai.neuromorphic.loihi2.network import Loihi2Network
 
-    first, layers, host_readout, width, input_shift = netx_layers(model)
-    if not torch.is_tensor(example) or example.ndim != 2:
+    stages, layers, host_readout, width, input_shift = netx_layers(model)
+    maps = layers[0].conv is not None
+    accepted = (
+        "one float input [T, C, H, W] (maps, no batch axis)" if maps else "one float input [T, F] (no batch axis)"
+    )
+    if not torch.is_tensor(example) or example.ndim != (4 if maps else 2) or 0 in example.shape:
         shown = tuple(example.shape) if torch.is_tensor(example) else type(example).__name__
-        raise invalid("example", shown, "one float input [T, F] (time-major frames, no batch axis)", ShapeError)
-    target = Path(path)
-    if not target.parent.is_dir():
-        raise invalid("path", str(path), "a file in an existing folder")
+        raise invalid("example", shown, accepted, ShapeError)
+    target = check_target(path)
+    first = stages[0]
     assert first.config is not None  # the input layer is a SigmaDelta
-    host = Loihi2Network([first], None, width, example.device).host_input(example.unsqueeze(1))
-    entering = run_sigma_delta(first.config, host).messages * 2**input_shift
-    _check_width("the input messages", entering, INPUT_MESSAGE_BITS)
+    host = Loihi2Network(stages[:2], None, width, example.device).host_input(example.unsqueeze(1))
+    flat = host.reshape(*host.shape[:2], -1)
+    entering = (run_sigma_delta(first.config, flat).messages * 2**input_shift).reshape(host.shape)
+    check_width("the input messages", entering, INPUT_MESSAGE_BITS)
     output = run_netx(layers, entering, check=True)
-    _write(target, layers, entering.shape[2])
-    return NetxExport(target, entering[:, 0].cpu(), output[:, 0].cpu(), layers[-1].grid, layers, host_readout)
+    write(target, _entries(layers, tuple(entering.shape[2:])))
+    return NetxExport(target, entering[:, 0].cpu(), output[:, 0].cpu(), layers, host_readout)
 
 
-def _check_width(what: str, values: torch.Tensor, bits: int) -> None:
-    largest = int(values.abs().max()) if values.numel() else 0
-    if largest >= 2 ** (bits - 1):
-        raise ConfigError(
-            f"{what} reach {largest} for this example; accepted: magnitudes below {2 ** (bits - 1)} (netx's "
-            f"{bits}-bit messages): a coarser grid (SigmaDelta scale) or smaller inputs"
+def _entries(layers: list[NetxLayer], shape: tuple[int, ...]) -> list[dict[str, Any]]:
+    """The file's layer entries (``netx.write``) for input messages of one sample's ``shape``."""
+    entries: list[dict[str, Any]] = []
+    for layer in layers:
+        bias = layer.bias if bool((layer.bias != 0).any()) else None
+        neuron = {"type": "SDNN", "vThMant": layer.vth}
+        if layer.conv is None:
+            if len(shape) > 1:
+                entries.append({"type": "flatten"})
+            shape = (layer.weights.shape[0],)
+            entries.append({"type": "dense", "shape": shape, "weight": layer.weights, "bias": bias, "neuron": neuron})
+            continue
+        shape = layer.conv.output_shape(shape, layer.weights)
+        geometry = {k: getattr(layer.conv, k) for k in ("stride", "padding", "dilation", "groups")}
+        entries.append(
+            {"type": "conv", "shape": shape, "weight": layer.weights, "bias": bias} | geometry | {"neuron": neuron}
         )
-
-
-def _write(target: Path, layers: list[NetxLayer], inputs: int) -> None:
-    """The netx file: one group per layer under ``layer``, written to a temporary file that replaces ``target``."""
-    import h5py
-
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(handle)
-    try:
-        with h5py.File(temporary, "w") as f:
-            group = f.create_group("layer")
-            for index, layer in enumerate(layers):
-                entry = group.create_group(str(index))
-                entry.create_dataset("type", (1,), "S10", [b"dense"])
-                entry.create_dataset("shape", data=[layer.weights.shape[0]])
-                entry.create_dataset("weight", data=layer.weights.numpy())
-                if bool((layer.bias != 0).any()):
-                    entry.create_dataset("bias", data=layer.bias.numpy())
-                neuron = entry.create_group("neuron")
-                neuron.create_dataset("type", (1,), "S10", [b"SDNN"])
-                neuron.create_dataset("vThMant", data=layer.vth)
-            f.attrs["input_shape"] = [inputs]
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    return entries
