@@ -226,3 +226,16 @@ def test_lava_sends_the_exported_messages_of_the_demos_trained_front_end(tmp_pat
         assert bool((export.output != 0).any())
         np.testing.assert_array_equal(received, export.output.numpy())
     assert sys.version_info >= (3, 11)  # this side runs hybridai; Lava ran in its own Python
+
+
+def test_the_chip_segment_of_a_deployment_exports_as_the_front_end_alone(tmp_path):
+    import hybridai
+
+    front = network(0)
+    model = nn.Sequential(*front, nn.Linear(3, 2)).double()  # a classical head after the chip's decoder
+    deployment = hybridai.deploy(model, chip="loihi2")
+    assert [backend for _, backend in deployment.segments][0] == "loihi2"
+    segment = export_netx(deployment.chip.reference, tmp_path / "segment.h5", example=frames(1))
+    alone = export_netx(front, tmp_path / "front.h5", example=frames(1))
+    assert torch.equal(segment.input, alone.input) and torch.equal(segment.output, alone.output)
+    assert (tmp_path / "segment.h5").read_bytes() == (tmp_path / "front.h5").read_bytes()
