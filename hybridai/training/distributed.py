@@ -176,10 +176,11 @@ def wrap(model: nn.Module, *, gradient_exchange: str = "auto", **ddp_options: An
         ddp_options.setdefault("device_ids", [device.index if device.index is not None else local_rank()])
     wrapped = nn.parallel.DistributedDataParallel(model, **ddp_options)
     if gradient_exchange == "auto" and device.type == "cpu" and dist.get_backend() == "gloo" and world_size() > 1:
-        from hybridai.training.gradient_exchange import LoopbackAverage, average_hook, one_machine
+        from hybridai.training.gradient_exchange import LoopbackAverage, average_hook
 
-        if one_machine():
-            wrapped.register_comm_hook(LoopbackAverage(), average_hook)
+        exchange = LoopbackAverage.connect()
+        if exchange is not None:
+            wrapped.register_comm_hook(exchange, average_hook)
     return wrapped
 
 

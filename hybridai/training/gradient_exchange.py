@@ -6,12 +6,13 @@ model's step waits milliseconds for it (``benchmarks/scale.py``: two ranks at 1.
 rank that trains also exchanges: rank 0 receives each other rank's bucket in rank order, sums them in that order,
 divides by the world size and sends the same average back, so every rank ends with bit-identical gradients.
 
-``distributed.wrap`` registers it as DDP's communication hook when the process group is gloo, every rank runs on
-the same machine and the parameters are on the CPU; buckets larger than ``DIRECT_BYTES`` (where bandwidth, not
-wake-up latency, decides) still go through gloo's ring all-reduce.
+``distributed.wrap`` registers it as DDP's communication hook when the process group is gloo, the parameters are
+on the CPU and every rank reaches rank 0 over loopback (``LoopbackAverage.connect``); buckets larger than
+``DIRECT_BYTES`` (where bandwidth, not wake-up latency, decides) still go through gloo's ring all-reduce.
 """
 
 import datetime
+import secrets
 import socket
 from typing import Any
 
@@ -34,36 +35,63 @@ def one_machine() -> bool:
 
 class LoopbackAverage:
     """Connections to the other ranks, and the average of a tensor over all ranks computed through them.
+    ``LoopbackAverage.connect()`` makes one (collectively)."""
 
-    Built collectively (every rank constructs it at the same point): rank 0 listens on 127.0.0.1, the port
-    is broadcast, and every other rank connects once. ``timeout``: seconds a rank waits for another.
-    """
+    def __init__(self, rank: int, world: int, peers: list[socket.socket]) -> None:
+        self.rank, self.world, self.peers = rank, world, peers
 
-    def __init__(self, timeout: datetime.timedelta | float = 1800.0) -> None:
+    @classmethod
+    def connect(cls, timeout: datetime.timedelta | float = 1800.0, reach: float = 10.0) -> "LoopbackAverage | None":
+        """Called by every rank at the same point: rank 0 listens on 127.0.0.1, the port and a random token are
+        broadcast, every other rank connects and shows the token, rank 0 answers with it. None on every rank when
+        the ranks have different host names, or any rank could not reach rank 0 so within ``reach`` seconds (one
+        host name, separate network namespaces: containers); the process group then does the averaging.
+        ``timeout``: seconds a rank waits for another during an exchange."""
         seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
-        self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        self.peers: list[socket.socket] = []
-        listener = None
-        if self.rank == 0:
-            listener = socket.create_server(("127.0.0.1", 0), backlog=self.world)
-            listener.settimeout(seconds)
-        port = [listener.getsockname()[1] if listener else None]
-        dist.broadcast_object_list(port, src=0)
-        if self.rank == 0:
-            assert listener is not None
-            accepted: dict[int, socket.socket] = {}
+        rank, world = dist.get_rank(), dist.get_world_size()
+        if not one_machine():
+            return None
+        listener = socket.create_server(("127.0.0.1", 0), backlog=world) if rank == 0 else None
+        shared: list[Any] = [listener.getsockname()[1], secrets.token_bytes(16)] if listener is not None else [0, b""]
+        dist.broadcast_object_list(shared, src=0)
+        port: int = shared[0]
+        token: bytes = shared[1]
+        peers: dict[int, socket.socket] = {}
+        if listener is not None:
             with listener:
-                for _ in range(self.world - 1):
-                    peer, _ = listener.accept()
-                    accepted[int.from_bytes(self._receive(peer, bytearray(4)), "little")] = peer
-            self.peers = [accepted[r] for r in range(1, self.world)]
+                listener.settimeout(reach)
+                for _ in range(world - 1):
+                    try:
+                        peer, _ = listener.accept()
+                        peer.settimeout(reach)
+                        shown = cls._receive(peer, bytearray(len(token) + 4))
+                    except OSError:  # a timeout included: some rank cannot reach this one
+                        break
+                    if bytes(shown[: len(token)]) != token:
+                        peer.close()  # not one of ours
+                        continue
+                    peer.sendall(token)
+                    peers[int.from_bytes(shown[len(token) :], "little")] = peer
         else:
-            peer = socket.create_connection(("127.0.0.1", port[0]), timeout=seconds)
-            peer.sendall(self.rank.to_bytes(4, "little"))
-            self.peers = [peer]
-        for peer in self.peers:
+            try:
+                peer = socket.create_connection(("127.0.0.1", port), timeout=reach)
+                peers[0] = peer
+                peer.sendall(token + rank.to_bytes(4, "little"))
+                if bytes(cls._receive(peer, bytearray(len(token)))) != token:
+                    raise ConnectionError("another process answered on rank 0's port")
+            except OSError:
+                peers.clear()
+        reached: list[Any] = [None] * world
+        dist.all_gather_object(reached, len(peers) == (world - 1 if rank == 0 else 1))
+        if not all(reached):
+            for peer in peers.values():
+                peer.close()
+            return None
+        ordered = [peers[r] for r in sorted(peers)]
+        for peer in ordered:
             peer.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             peer.settimeout(seconds)
+        return cls(rank, world, ordered)
 
     def average(self, tensor: torch.Tensor) -> None:
         """Replace ``tensor`` (contiguous, CPU) by its average over the ranks, the same bits on every rank."""

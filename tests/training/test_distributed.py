@@ -24,7 +24,7 @@ from hybridai.core.errors import ConfigError, HybridAIError
 from hybridai.demo import entangling_classifier
 from hybridai.quantum.kernels.quantum_kernel import IQPFeatureMap
 from hybridai.quantum.kernels.sharded import ShardedKernelRidge, gram_shards, sharded_alignment
-from hybridai.training import distributed, fit
+from hybridai.training import distributed, fit, gradient_exchange
 from hybridai.training.gradient_exchange import DIRECT_BYTES, LoopbackAverage
 
 WORLD = 2
@@ -108,8 +108,15 @@ def exchange_checks(rank: int) -> dict:
             "synced": [p.grad.clone() for p in model.parameters()],
             "own": [p.grad.clone() for p in local.parameters()],
         }
+    # a rank that cannot reach rank 0 over loopback (a separate network namespace): no exchange on any rank
+    real = socket.create_connection
+    if rank == 1:
+        gradient_exchange.socket.create_connection = lambda *a, **k: (_ for _ in ()).throw(ConnectionRefusedError())
+    out["unreachable"] = LoopbackAverage.connect(reach=2.0)
+    gradient_exchange.socket.create_connection = real
     # a rank that exchanges while the other does not: a clear error after the timeout, not a hang
-    exchange = LoopbackAverage(timeout=1.0)
+    exchange = LoopbackAverage.connect(timeout=1.0)
+    assert exchange is not None
     if rank == 1:
         try:
             exchange.average(torch.ones(4))
@@ -293,6 +300,7 @@ def test_gradient_exchange_gives_every_rank_the_mean_gradient(ranks):
 
 def test_gradient_exchange_with_a_missing_rank_fails_clearly(ranks):
     _, results = ranks
+    assert [r["exchange"]["unreachable"] for r in results] == [None, None]  # both ranks fall back together
     assert "unmatched" not in results[0]["exchange"]
     message = results[1]["exchange"]["unmatched"]
     assert message.startswith("rank 1: the gradient exchange with the other ranks failed")
