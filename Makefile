@@ -6,10 +6,18 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test lint imports typecheck docs-check docs bench clean
 
+# The first `make demo` or `make test` installs into .venv (about 3 minutes on a 2-core machine), showing pip's
+# progress and the time it took; later runs skip it until pyproject.toml changes
 $(STAMP): pyproject.toml
+	@mkdir -p $(VENV) && date +%s > $(VENV)/.install-started
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[all]'
+	@echo "installing torch 2.13.0 (the CPU wheel) into $(VENV), step 1 of 2;" \
+		"the first install takes about 3 minutes on a 2-core machine"
+	$(PY) -m pip install torch==2.13.0
+	@echo "installing hybridai with its extras (.[all]: PennyLane, Qiskit, Mitiq, Nengo, Akida, the docs and test tools)" \
+		"into $(VENV), step 2 of 2"
+	$(PY) -m pip install -e '.[all]'
+	@echo "installed in $$(( $$(date +%s) - $$(cat $(VENV)/.install-started) )) s"
 	touch $(STAMP)
 
 setup: $(STAMP)
