@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint imports typecheck docs-check docs bench clean
+.PHONY: setup demo test check lint imports typecheck docs-check docs bench clean
 
 # The first `make demo` or `make test` installs into .venv (about 3 minutes on a 2-core machine), showing pip's
 # progress and the time it took; later runs skip it until pyproject.toml changes
@@ -32,6 +32,11 @@ test: $(STAMP) lint imports typecheck docs-check
 	$(PY) -m pytest -q
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q -m numerics
 	ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE $(PY) -m pytest -q -m numerics
+
+# The edit-test loop: lint, the import contract, the type check, then the tests not marked slow (no docs build, no
+# reruns under other CPU code paths); `make test` is the full run
+check: $(STAMP) lint imports typecheck
+	$(PY) -m pytest -q -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check hybridai tests benchmarks examples
