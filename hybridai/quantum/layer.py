@@ -87,7 +87,7 @@ class QuantumLayer(QuantumModule):
         weight_params: with a Qiskit circuit, the ``Parameter``s bound to the entries of ``weights`` (default none).
             Every circuit parameter is in exactly one of the two lists.
         observables: with a Qiskit circuit, a ``SparsePauliOp`` (or ``Pauli``, or another ``BaseOperator``) on its
-            qubits, or a list of them, one output each; default Z on every qubit (EstimatorQNN's default).
+            qubits, or a list of them, one output each; default Z⊗Z⊗…⊗Z over all qubits (EstimatorQNN's default).
         **backend_options: passed to the backend (``seed=...`` for example); they override the options a
             device or Qiskit backend object implies.
     """

@@ -1,12 +1,20 @@
-"""Fenced code blocks of the documentation's Markdown pages, and the skip markers in front of them.
+"""Fenced code blocks of the documentation's Markdown pages, the skip markers in front of them, and the output
+the pages quote.
 
 A block is illustrative only (not run) when the line before its opening fence is an HTML comment
 ``<!-- skip: why this block cannot run in the tests -->``; the reason is required.
+
+A page shows what a ``print(...)`` prints in a comment on that call: ``# prints `text` `` and then, if
+needed, any explanation. The quoted text is what the call prints, whitespace aside; ``...`` in it stands
+for any text (``# prints `{'epoch': 1, 'train_loss': ...}` ``).
 """
 
 from __future__ import annotations
 
+import ast
+import io
 import re
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +38,12 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        return f"{_name(self.page)}:{self.line}"
+
+
+def _name(page: Path) -> str:
+    """A page's path from the repository root (as it is, for a page elsewhere)."""
+    return str(page.relative_to(ROOT) if page.is_relative_to(ROOT) else page)
 
 
 def blocks(page: Path) -> list[Block]:
@@ -70,3 +83,58 @@ def python_blocks(page: Path) -> list[Block]:
 def pages() -> list[Path]:
     """The site's pages, then README.md."""
     return sorted(DOCS.rglob("*.md")) + [README]
+
+
+PRINTS = re.compile(r"#\s*prints\b(?P<rest>.*)$")
+QUOTE = re.compile(r"\s*`(?P<text>[^`]+)`")
+
+
+@dataclass(frozen=True)
+class Quote:
+    """What a page says one ``print(...)`` prints: the page line the call starts on, and the quoted text."""
+
+    page: Path
+    line: int
+    text: str
+
+    @property
+    def where(self) -> str:
+        return f"{_name(self.page)}:{self.line}"
+
+
+def quotes(block: Block) -> list[Quote]:
+    """The ``# prints `text` `` comments of a block, each tied to the ``print(`` call it is written on.
+
+    Raises ValueError for a ``# prints`` comment without a quoted text or on no ``print(`` call."""
+    lines = block.code.splitlines()
+    tokens = tokenize.generate_tokens(io.StringIO(block.code).readline)
+    comments = {t.start[0]: t.string for t in tokens if t.type == tokenize.COMMENT}
+    calls = [
+        (node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(ast.parse(block.code))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+    ]
+    found = []
+    for line, comment in sorted(comments.items()):
+        claim = PRINTS.match(comment)
+        if not claim:
+            continue
+        where = f"{_name(block.page)}:{block.line + line - 1}"
+        quoted = QUOTE.match(claim["rest"])
+        if not quoted:
+            raise ValueError(f"{where}: write what the call prints in backticks, # prints `text`: {lines[line - 1]}")
+        starts = [first for first, last in calls if first <= line <= last]
+        if not starts:
+            raise ValueError(f"{where}: a # prints comment on no print( call: {lines[line - 1]}")
+        found.append(Quote(block.page, block.line + max(starts) - 1, quoted["text"]))
+    return found
+
+
+def _spaced(text: str) -> str:
+    return " ".join(text.split())
+
+
+def says(quote: str, printed: str) -> bool:
+    """Whether ``printed`` is what ``quote`` says, whitespace aside, ``...`` standing for any text."""
+    pattern = ".*?".join(re.escape(part) for part in _spaced(quote).split("..."))
+    return re.fullmatch(pattern, _spaced(printed), flags=re.DOTALL) is not None

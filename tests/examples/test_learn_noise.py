@@ -1,11 +1,13 @@
 """The learn-noise example: rates fitted through density predict held-out device values better than no noise and
 than depolarizing alone, close to the device's own model; the same fit on default.mixed gives the same rates."""
 
+import pytest
 import torch
 
 from tests.examples import load_example
 
 
+@pytest.mark.slow  # about 40 s: two fits of 40 steps, on density and on default.mixed
 def test_learned_noise_predicts_held_out_circuits_and_equals_the_fit_on_default_mixed(tmp_path, capsys):
     out = load_example("learn_noise").main(
         ["--steps", "40", "--train", "24", "--test", "16", "--peer-steps", "40", "--out", str(tmp_path / "new")]

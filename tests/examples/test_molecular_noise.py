@@ -10,6 +10,8 @@ import torch
 
 from tests.examples import load_example
 
+SLOW = pytest.mark.slow  # the tests of the quick run: about 13 s for the run they share
+
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
@@ -30,6 +32,7 @@ def _row(result, kernel, route):
     return row
 
 
+@SLOW
 def test_quick_run_prints_one_full_table_and_writes_into_a_new_folder(quick):
     out, result, printed = quick
     routes = ("exact", "noisy", "ZNE Richardson", "ZNE exponential")
@@ -58,6 +61,7 @@ def test_quick_run_prints_one_full_table_and_writes_into_a_new_folder(quick):
     assert "device routes (noisy, ZNE): density:fake_jakarta (hybridai's density matrices in torch)" in printed
 
 
+@SLOW
 def test_zne_brings_the_fidelity_gram_matrix_closer_to_the_exact_one(quick):
     _, result, _ = quick
     noisy = _row(result, "quantum fidelity", "noisy")["Gram err F"]

@@ -110,6 +110,7 @@ def test_reset_and_probs_of_every_wire_measure_the_register():
     torch.testing.assert_close(layer(BATCH), want, rtol=0, atol=1e-10)
 
 
+@pytest.mark.slow  # about 25 s for both devices
 @pytest.mark.parametrize("device", DEVICES)
 def test_shots_sample_the_exact_values(device):
     shots = 4000

@@ -117,6 +117,7 @@ def finite(qc, x, weights, xs, ws):
 # -- hypothesis: random expressions, fresh objects ----------------------------------------------------------------
 
 
+@pytest.mark.slow  # about 25 s: 25 random expressions on every backend
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(first=RECIPES, second=RECIPES, seed=st.integers(0, 2**16))
 def test_random_expression_angles_equal_qiskits_binding_on_every_backend(first, second, seed):

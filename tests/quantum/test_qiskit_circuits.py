@@ -64,7 +64,7 @@ def expressions():
 
 
 def library_blocks():
-    """z_feature_map composed with efficient_su2 (rz, ry, cx), the default observable (Z on every qubit)."""
+    """z_feature_map composed with efficient_su2 (rz, ry, cx), the default observable (Z⊗Z⊗Z over the 3 qubits)."""
     features, ansatz = z_feature_map(3, reps=1), efficient_su2(3, reps=1)
     qc = features.compose(ansatz)
     return qc, list(features.parameters), list(ansatz.parameters), None

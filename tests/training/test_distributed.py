@@ -188,6 +188,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+SPAWNS = pytest.mark.slow  # the tests of the two spawned ranks: about 20 s for the run they share
+
+
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
     folder = tmp_path_factory.mktemp("ddp")
@@ -195,12 +198,14 @@ def ranks(tmp_path_factory):
     return folder, [torch.load(folder / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
 
 
+@SPAWNS
 def test_ranks_joined_the_group(ranks):
     _, results = ranks
     assert [r["rank"] for r in results] == [0, 1]
     assert all(r["world_size"] == WORLD and r["wrapped"] == "DistributedDataParallel" for r in results)
 
 
+@SPAWNS
 def test_ddp_training_equals_one_process_with_the_global_batch(ranks):
     _, results = ranks
     reference = hybrid_model()
@@ -215,6 +220,7 @@ def test_ddp_training_equals_one_process_with_the_global_batch(ranks):
             torch.testing.assert_close(result["params"][name], value, atol=1e-6, rtol=0, msg=name)
 
 
+@SPAWNS
 @pytest.mark.parametrize("kind", ["fidelity", "projected"])
 def test_sharded_gram_equals_unsharded(ranks, kind):
     _, results = ranks
@@ -230,6 +236,7 @@ def test_sharded_gram_equals_unsharded(ranks, kind):
             torch.testing.assert_close(got, value, atol=1e-12, rtol=0)
 
 
+@SPAWNS
 @pytest.mark.parametrize("kind", ["fidelity", "projected"])
 def test_sharded_kernel_methods_equal_one_process_and_divide_the_matrix(ranks, kind):
     _, results = ranks
@@ -251,6 +258,7 @@ def test_sharded_kernel_methods_equal_one_process_and_divide_the_matrix(ranks, k
     assert max(held) < 7 * 7 * 8 / 2
 
 
+@SPAWNS
 def test_fit_histories_agree_across_ranks_and_with_one_process(ranks):
     folder, results = ranks
     histories = [r["history"] for r in results]
@@ -281,6 +289,7 @@ def test_fit_histories_agree_across_ranks_and_with_one_process(ranks):
     assert "epoch 1/4" in results[0]["progress"] and results[1]["progress"] == ""  # bars on rank 0 only
 
 
+@SPAWNS
 def test_gradient_exchange_gives_every_rank_the_mean_gradient(ranks):
     _, results = ranks
     assert 600 * 600 * 4 > DIRECT_BYTES
@@ -298,6 +307,7 @@ def test_gradient_exchange_gives_every_rank_the_mean_gradient(ranks):
         assert all(torch.equal(a, b) for a, b in zip(*synced, strict=True))
 
 
+@SPAWNS
 def test_gradient_exchange_with_a_missing_rank_fails_clearly(ranks):
     _, results = ranks
     assert [r["exchange"]["unreachable"] for r in results] == [None, None]  # both ranks fall back together
@@ -307,6 +317,7 @@ def test_gradient_exchange_with_a_missing_rank_fails_clearly(ranks):
     assert "same number of backward passes" in message
 
 
+@SPAWNS
 def test_seed_everything_offsets_by_rank(ranks):
     _, results = ranks
     for rank, result in enumerate(results):

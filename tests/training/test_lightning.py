@@ -159,6 +159,7 @@ def test_the_loss_decreases_under_lightning(reference):
     assert last < first
 
 
+@pytest.mark.slow  # about 20 s: two spawned processes
 def test_ddp_over_gloo_on_two_processes_equals_one_process_on_the_global_batch(tmp_path, reference):
     module = HybridClassifier()
     # each rank gets BATCH // 2 samples per step (rank r: samples r, r+2, ...): together the global batch of the

@@ -5,7 +5,7 @@ takes it.
   ``TorchConnector(EstimatorQNN(circuit=..., input_params=..., weight_params=..., observables=...))``: inputs
   ``[B, len(input_params)]`` bound in that order, ONE trainable tensor ``weights`` of shape
   ``(len(weight_params),)`` initialised uniform in [-1, 1] as TorchConnector does, outputs ``[B, n_observables]``
-  (the default observable is EstimatorQNN's: Z on every qubit, one output).
+  (the default observable is EstimatorQNN's: Z⊗Z⊗…⊗Z over all qubits, one output).
 - ``QuantumKernel(feature_map=circuit)`` is ``FidelityQuantumKernel(feature_map=circuit)``: the features bound to
   ``circuit.parameters`` in Qiskit's order; with ``training_params=[...]`` (``TrainableFidelityQuantumKernel``'s
   ``training_parameters``) those are the trainable tensor ``weights`` and the others, in order, the features.

@@ -2,7 +2,7 @@
 
 ``read_observables(observables, n_qubits)`` checks them ONCE as ``EstimatorQNN`` takes them: one operator or a
 sequence of them, each on the circuit's ``n_qubits``, Hermitian (real coefficients); ``None`` gives
-EstimatorQNN's default, Z on every qubit (one output). Each becomes a tuple of ``(coefficient, ((wire,
+EstimatorQNN's default, Z⊗Z⊗…⊗Z over all qubits (one output). Each becomes a tuple of ``(coefficient, ((wire,
 letter), ...))`` terms; Qiskit's label has qubit 0 as its RIGHTMOST letter, which is PennyLane wire 0.
 ``expectations(terms)`` builds the ``qml.expval`` of each inside a recording.
 """
@@ -17,7 +17,7 @@ from hybridai.core.errors import invalid
 Terms = tuple[tuple[float, tuple[tuple[int, str], ...]], ...]
 ACCEPTED = (
     "a qiskit.quantum_info SparsePauliOp (or Pauli, or another BaseOperator) on the circuit's {n} qubits, a "
-    "non-empty list of them, or None (Z on every qubit, EstimatorQNN's default)"
+    "non-empty list of them, or None (Z⊗Z⊗…⊗Z over all qubits, EstimatorQNN's default)"
 )
 
 
