@@ -13,7 +13,9 @@ Sections (``--sections``; all by default):
   (``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` the same); one process with as many threads as the two processes have
   together is the other single-process baseline on the same cores. Time: median over ``--repeats`` rounds of
   about ``--samples`` samples each (whole epochs), after one warm-up epoch; a setup stops after 10 s of timed
-  rounds (the rounds column says how many ran). From every model's one-process step time ``t1`` and its
+  rounds (the rounds column says how many ran). A model's three setups run one after the other ``--passes``
+  times (a machine that slows down for a while slows every setup of a pass alike); each pass gives its own
+  ratios, the median is reported with the passes' values. From every pass's one-process step time ``t1`` and
   two-process ratio ``r`` the overhead ``c`` that two processes add per step (``r = t1 / (t1 / 2 + c)``) is
   estimated, and with it the step time from which two processes give at least 1.5x (``t1 >= 6 c``).
 
@@ -28,7 +30,7 @@ Sections (``--sections``; all by default):
   process's peak resident set (``ru_maxrss``; the step is the process's first full-size one)
   and the step time; the ratio is without / with.
 
-    python benchmarks/scale.py [--sections throughput] [--models demo sel10] [--qubits 6] [--batch 64 256]
+    python benchmarks/scale.py [--sections throughput] [--models demo sel10] [--qubits 6] [--batch 64 256] [--passes 3]
         [--samples 10000] [--repeats 3]
     python benchmarks/scale.py --sections memory [--memory-steps 1000] [--recompute-steps 32] [--neurons 512]
 """
@@ -130,19 +132,23 @@ def throughput(
     samples: int = 10000,
     repeats: int = 3,
     models: tuple[str, ...] = MODELS,
+    passes: int = 3,
 ) -> list[dict]:
-    """Rows ``{model, setup, processes, threads, batch, per_rank_batch, epochs, seconds, step_ms, samples_per_s,
-    loss}``.
+    """Rows ``{model, setup, processes, threads, batch, per_rank_batch, pass, epochs, seconds, step_ms,
+    samples_per_s, loss}``, one per setup and pass.
 
     ``batches``: global batch sizes of the demo model (samples per optimizer step, split over the processes;
     ``sel10`` trains with ``SEL10_BATCH``); ``samples``: about how many training samples one timed round
-    processes (whole epochs); ``step_ms``: milliseconds per optimizer step.
+    processes (whole epochs); ``step_ms``: milliseconds per optimizer step. ``passes``: the three setups of a model
+    run one after the other this many times (interleaved: a machine that slows down for a while slows every setup
+    of a pass alike), and each pass gives its own ratios.
     """
     import torch.multiprocessing as mp
 
     runs = [(m, b) for m in models for b in (batches if m == "demo" else (SEL10_BATCH,))]
     rows = []
-    for (model, batch), (processes, threads) in ((r, s) for r in runs for s in ((1, 1), (1, 2), (2, 1))):
+    setups = ((1, 1), (1, 2), (2, 1))
+    for (model, batch), done, (processes, threads) in ((r, p, s) for r in runs for p in range(passes) for s in setups):
         settings = {"model": model, "qubits": qubits, "batch": batch, "samples": samples, "repeats": repeats}
         os.environ.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))  # the spawned processes'
         with tempfile.TemporaryDirectory() as folder:
@@ -154,19 +160,32 @@ def throughput(
         setup = f"{processes} process{'es' if processes > 1 else ''} x {threads} thread{'s' if threads > 1 else ''}"
         rows.append(
             {"model": model, "setup": setup, "processes": processes, "threads": threads, "batch": batch}
-            | {"per_rank_batch": batch // processes}
+            | {"per_rank_batch": batch // processes, "pass": done}
             | result
         )
     return rows
 
 
+def ratios(rows: list[dict], model: str, batch: int, over: tuple[int, int] = (1, 1)) -> list[float]:
+    """Per pass: samples per second of 2 processes x 1 thread over those of the setup ``over`` (processes,
+    threads)."""
+    ours = [r for r in rows if (r["model"], r["batch"]) == (model, batch)]
+    speed = {(r["pass"], r["processes"], r["threads"]): r["samples_per_s"] for r in ours}
+    return [speed[(p, 2, 1)] / speed[(p, *over)] for p in sorted({r["pass"] for r in ours})]
+
+
 def pays_off(rows: list[dict]) -> str:
     """A sentence from ``rows``: the per-step overhead ``c`` two processes add (``r = t1 / (t1 / 2 + c)`` for the
-    one-process step time ``t1`` and the ratio ``r``; the median over models and batches) and the one-process step
-    time ``6 c`` from which two processes give at least 1.5x the samples per second of one."""
+    one-process step time ``t1`` and the ratio ``r`` of the same pass; the median over models, batches and passes)
+    and the one-process step time ``6 c`` from which two processes give at least 1.5x the samples per second of
+    one."""
     overheads = []
-    for model, batch in dict.fromkeys((r["model"], r["batch"]) for r in rows):
-        by_setup = {(r["processes"], r["threads"]): r for r in rows if r["model"] == model and r["batch"] == batch}
+    for model, batch, done in dict.fromkeys((r["model"], r["batch"], r["pass"]) for r in rows):
+        by_setup = {
+            (r["processes"], r["threads"]): r
+            for r in rows
+            if (r["model"], r["batch"], r["pass"]) == (model, batch, done)
+        }
         t1 = by_setup[(1, 1)]["step_ms"]
         ratio = by_setup[(2, 1)]["samples_per_s"] / by_setup[(1, 1)]["samples_per_s"]
         overheads.append(t1 / ratio - t1 / 2)
@@ -184,6 +203,21 @@ def pays_off(rows: list[dict]) -> str:
     )
 
 
+def summarize(rows: list[dict]) -> list[dict]:
+    """One row per model, batch and setup: the medians over passes of samples per second, step and round times,
+    the rounds of all passes, the first pass's loss."""
+    out = []
+    for key in dict.fromkeys((r["model"], r["batch"], r["setup"]) for r in rows):
+        same = [r for r in rows if (r["model"], r["batch"], r["setup"]) == key]
+        row = dict(same[0])
+        for name in ("samples_per_s", "step_ms", "seconds"):
+            row[name] = statistics.median(r[name] for r in same)
+        row["rounds"] = sum(r["rounds"] for r in same)
+        row["passes"] = len(same)
+        out.append(row)
+    return out
+
+
 def print_throughput(rows: list[dict], settings: dict) -> None:
     print(
         f"\nthroughput: about {settings['samples']} samples per round, median of up to {settings['repeats']} rounds, "
@@ -193,10 +227,14 @@ def print_throughput(rows: list[dict], settings: dict) -> None:
         f"models: demo = hybridai.demo.hybrid_model({settings['qubits']}) (statevector); sel10 = Linear 64->10, "
         "Tanh, 10-qubit angle embedding + 2 StronglyEntanglingLayers (statevector), Linear 10->10"
     )
+    print(
+        f"each model's three setups run one after the other, {settings['passes']} passes; samples / s, ms / step and "
+        "seconds / round: medians over the passes; rounds: all passes"
+    )
     print("| model | global batch | setup | torch threads per process | batch per rank | epochs / round | rounds | "
           "samples / s | ms / step | seconds / round | train loss after round 1 |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for row in rows:
+    for row in summarize(rows):
         print(
             f"| {row['model']} | {row['batch']} | {row['setup']} | {row['threads']} | {row['per_rank_batch']} | "
             f"{row['epochs']} | {row['rounds']} | {row['samples_per_s']:.0f} | {row['step_ms']:.2f} | "
@@ -204,14 +242,12 @@ def print_throughput(rows: list[dict], settings: dict) -> None:
         )
     print()
     for model, batch in dict.fromkeys((r["model"], r["batch"]) for r in rows):
-        speed = {
-            (r["processes"], r["threads"]): r["samples_per_s"]
-            for r in rows
-            if (r["model"], r["batch"]) == (model, batch)
-        }
-        two = speed[(2, 1)]
-        print(f"{model}, batch {batch}: 2 processes x 1 thread / 1 process x 1 thread = {two / speed[(1, 1)]:.2f}x, "
-              f"/ 1 process x 2 threads = {two / speed[(1, 2)]:.2f}x samples per second")  # fmt: skip
+        one, two = ratios(rows, model, batch), ratios(rows, model, batch, over=(1, 2))
+        print(
+            f"{model}, batch {batch}: 2 processes x 1 thread / 1 process x 1 thread = {statistics.median(one):.2f}x "
+            f"(passes: {', '.join(f'{r:.2f}' for r in one)}), / 1 process x 2 threads = "
+            f"{statistics.median(two):.2f}x (passes: {', '.join(f'{r:.2f}' for r in two)}) samples per second"
+        )
     print()
     print(pays_off(rows))
 
@@ -356,6 +392,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, nargs="+", default=[64, 256], help="throughput: demo global batches")
     parser.add_argument("--samples", type=int, default=10000, help="throughput: samples per timed round (about)")
     parser.add_argument("--repeats", type=int, default=3, help="throughput: timed rounds (median)")
+    parser.add_argument("--passes", type=int, default=3, help="throughput: interleaved passes over the setups")
     parser.add_argument("--memory-steps", type=int, default=1000, help="memory: time steps T")
     parser.add_argument("--memory-batch", type=int, default=32, help="memory: batch size")
     parser.add_argument("--neurons", type=int, default=512, help="memory: neurons of the spiking layer")
@@ -363,7 +400,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="memory: torch threads")
     args = parser.parse_args()
     if "throughput" in args.sections:
-        settings = {"qubits": args.qubits, "samples": args.samples, "repeats": args.repeats}
+        settings = {"qubits": args.qubits, "samples": args.samples, "repeats": args.repeats, "passes": args.passes}
         rows = throughput(batches=tuple(args.batch), models=tuple(args.models), **settings)
         print_throughput(rows, settings)
     if "memory" in args.sections:
