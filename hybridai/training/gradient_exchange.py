@@ -80,6 +80,8 @@ class LoopbackAverage:
                 if bytes(cls._receive(peer, bytearray(len(token)))) != token:
                     raise ConnectionError("another process answered on rank 0's port")
             except OSError:
+                for peer in peers.values():
+                    peer.close()
                 peers.clear()
         reached: list[Any] = [None] * world
         dist.all_gather_object(reached, len(peers) == (world - 1 if rank == 0 else 1))
