@@ -17,7 +17,7 @@ within each round so that load from other processes hits them alike (a peer more
 slower than snnTorch is timed once and its peak is not profiled). Memory: the peak of
 the torch CPU allocator during one forward + backward (torch profiler, ``profile_memory``),
 and the bytes saved for backward (``saved_tensors_hooks``); both are reported per
-neuron-step (T x 128 x 1000) above the Linear-only run. Targets (issue 7): hybridai's time
+neuron-step (T x 128 x 1000) above the Linear-only run. Targets: hybridai's time
 above Linear-only at most 0.5x snnTorch's; backward memory at most 10 bytes per
 neuron-step; T=300 time at most 3.3x the T=100 time.
 
@@ -195,7 +195,7 @@ def main() -> None:
                 f"| {label} | {row['median']:.3f} ({row['min']:.3f}{runs}) | {row['above']:.3f} | {ratio} | "
                 f"{peak} | {peak_per_step} | {row['saved_per_step']:.1f} |"
             )
-    print("\nTargets (issue 7):")
+    print("\nTargets:")
     for steps, results in all_results.items():
         ours, theirs = results["hybridai LIF"], results["snnTorch Leaky"]
         ratio = ours["above"] / theirs["above"] if theirs["above"] > 0 else float("inf")
