@@ -63,9 +63,9 @@ class NetxExport(NamedTuple):
     host: HostReadout
 
 
-def check_example(example: Any, accepted: str) -> torch.Tensor:
-    """``example`` if it is one input ``[T, F]`` (no batch axis), else a ShapeError."""
-    if not torch.is_tensor(example) or example.ndim != 2 or 0 in example.shape:
+def check_example(example: Any, accepted: str, ndim: int = 2) -> torch.Tensor:
+    """``example`` if it is one input of ``ndim`` dimensions (time first, no batch axis), else a ShapeError."""
+    if not torch.is_tensor(example) or example.ndim != ndim or 0 in example.shape:
         shown = tuple(example.shape) if torch.is_tensor(example) else type(example).__name__
         raise invalid("example", shown, accepted, ShapeError)
     return example

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from hybridai.core.errors import ConfigError, ShapeError, invalid
+from hybridai.core.errors import ConfigError, invalid
 from hybridai.neuromorphic.fixed_point import graded_sums, wrap
 from hybridai.neuromorphic.loihi2.graded_chain import Convolution
 from hybridai.neuromorphic.loihi2.plan import StagePlan, chip_weight, plan
@@ -53,6 +53,7 @@ from hybridai.neuromorphic.netx import (
     INPUT_MESSAGE_BITS,
     HostReadout,
     NetxExport,
+    check_example,
     check_target,
     check_width,
     write,
@@ -201,7 +202,8 @@ def _check_bound(what: str, bound: float) -> None:
 def export_netx(model: Any, path: str | os.PathLike[str], *, example: Any) -> NetxExport:
     """Write ``model``'s chip layers to the netx file ``path`` and return the example's messages (module
     docstring). ``example``: one input of the float model, ``[T, F]`` (the time-major frames the model takes,
-    without the batch axis). Nothing is written when anything is refused."""
+    without the batch axis), or ``[T, C, H, W]`` when a convolution comes first. Nothing is written when anything
+    is refused."""
     from hybridai.neuromorphic.loihi2.network import Loihi2Network
 
     stages, layers, host_readout, width, input_shift = netx_layers(model)
@@ -209,9 +211,7 @@ def export_netx(model: Any, path: str | os.PathLike[str], *, example: Any) -> Ne
     accepted = (
         "one float input [T, C, H, W] (maps, no batch axis)" if maps else "one float input [T, F] (no batch axis)"
     )
-    if not torch.is_tensor(example) or example.ndim != (4 if maps else 2) or 0 in example.shape:
-        shown = tuple(example.shape) if torch.is_tensor(example) else type(example).__name__
-        raise invalid("example", shown, accepted, ShapeError)
+    example = check_example(example, accepted, 4 if maps else 2)
     target = check_target(path)
     first = stages[0]
     assert first.config is not None  # the input layer is a SigmaDelta
