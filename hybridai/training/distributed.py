@@ -163,7 +163,8 @@ def wrap(model: nn.Module, *, gradient_exchange: str = "auto", **ddp_options: An
     ``gradient_exchange``: ``"auto"`` averages the gradients of CPU ranks that share one machine in the
     training thread over loopback sockets (``hybridai.training.gradient_exchange``: gloo's own thread costs a
     small model milliseconds per step when every core trains), and leaves every other case to DDP;
-    ``"process_group"`` always leaves it to DDP's all-reduce. Both give the mean gradient of all ranks.
+    ``"process_group"`` always leaves it to DDP's all-reduce. Both give the mean gradient of all ranks. DDP takes
+    one communication hook: to register your own (PowerSGD, compression), wrap with ``"process_group"``.
     """
     if not isinstance(model, nn.Module):
         raise invalid("model", type(model).__name__, "a torch.nn.Module")

@@ -12,6 +12,7 @@ on the CPU and every rank reaches rank 0 over loopback (``LoopbackAverage.connec
 """
 
 import datetime
+import math
 import secrets
 import socket
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from hybridai.core.errors import HybridAIError
+from hybridai.core.errors import HybridAIError, invalid
 
 __all__ = ["DIRECT_BYTES", "LoopbackAverage", "average_hook", "one_machine"]
 
@@ -47,7 +48,10 @@ class LoopbackAverage:
         the ranks have different host names, or any rank could not reach rank 0 so within ``reach`` seconds (one
         host name, separate network namespaces: containers); the process group then does the averaging.
         ``timeout``: seconds a rank waits for another during an exchange."""
-        seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
+        seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
+        for name, value in (("timeout", seconds), ("reach", reach)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+                raise invalid(name, value, "a positive number of seconds (timeout: or a datetime.timedelta)")
         rank, world = dist.get_rank(), dist.get_world_size()
         if not one_machine():
             return None

@@ -159,6 +159,10 @@ def test_what_netx_cannot_express_is_refused_by_name_and_nothing_is_written(tmp_
             r"an input layer and a read-out")  # fmt: skip
     refused(network(0), r"example=\(30, 1, 12\).*\[T, F\]", ShapeError, frames(1).unsqueeze(1))
     refused(network(0), r"2: SigmaDelta's messages reach \d+ for this example.*below 32768", example=frames(1) * 20)
+    refused(conv_network(), r"2: SigmaDelta's convolution sums .*smaller inputs", example=maps(6) * 30)
+    for model, example in ((network(0), frames(1) * 5), (conv_network(), maps(6) * 10)):  # the smaller inputs: written
+        export_netx(model, target, example=example)
+        target.unlink()
     refused(network(0), r"2: SigmaDelta's state could reach .* below 2\^31", example=frames(1) * 2000)
     with pytest.raises(HybridAIError, match=r"path=.*existing folder"):
         export_netx(network(0), tmp_path / "missing" / "net.h5", example=frames(1))

@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 import hybridai
@@ -108,6 +109,12 @@ def exchange_checks(rank: int) -> dict:
             "synced": [p.grad.clone() for p in model.parameters()],
             "own": [p.grad.clone() for p in local.parameters()],
         }
+    # your own communication hook: wrapped with the process group's exchange, DDP takes it
+    torch.manual_seed(0)
+    own = distributed.wrap(nn.Linear(8, 3), gradient_exchange="process_group")
+    own.register_comm_hook(None, default_hooks.allreduce_hook)
+    own(torch.randn(5, 8, generator=torch.Generator().manual_seed(100 + rank))).square().sum().backward()
+    out["own_hook"] = [p.grad.clone() for p in own.parameters()]
     # a rank that cannot reach rank 0 over loopback (a separate network namespace): no exchange on any rank
     real = socket.create_connection
     if rank == 1:
@@ -302,6 +309,11 @@ def test_gradient_exchange_gives_every_rank_the_mean_gradient(ranks):
             assert result["exchange"][name]["hooks"] == expected_hooks
             for got, want in zip(result["exchange"][name]["synced"], mean, strict=True):
                 torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    local = [r["exchange"]["small"]["own"] for r in results]  # the same model and data as the own hook's
+    mean = [(a + b) / 2 for a, b in zip(*local, strict=True)]
+    for result in results:
+        for got, want in zip(result["exchange"]["own_hook"], mean, strict=True):
+            torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
     for name in ("small", "large"):  # the same bits on every rank
         synced = [r["exchange"][name]["synced"] for r in results]
         assert all(torch.equal(a, b) for a, b in zip(*synced, strict=True))
@@ -394,6 +406,8 @@ def test_init_from_env_refuses_a_rank_outside_the_world_and_more_processes_than_
             r"gradient_exchange='nccl'.*'auto', 'process_group'",
         ),
         (lambda: distributed.all_reduce_sum(["a"]), r"values=\['a'\].*sequence of numbers"),
+        (lambda: LoopbackAverage.connect(reach=0), r"reach=0.*positive number of seconds"),
+        (lambda: LoopbackAverage.connect(timeout=True), r"timeout=True.*positive number of seconds"),
         (lambda: distributed.all_reduce_sum(3), r"values=3.*sequence of numbers"),
         (lambda: distributed.distributed_loader(data(4, 0), 0), r"batch_size=0.*positive int"),
         (lambda: distributed.distributed_loader(iter([1, 2]), 2), r"dataset='list_iterator'.*map-style"),

@@ -175,7 +175,8 @@ def run_netx(layers: list[NetxLayer], messages: Any, *, check: bool = False) -> 
                 if reach >= 2**23:
                     raise ConfigError(
                         f"{layer.name}'s convolution sums could reach {reach:.4g} for this example; accepted: below "
-                        "2^23 (Lava's Conv sums in float32 and keeps 24 bits): a coarser grid or smaller inputs"
+                        "2^23 (Lava's Conv sums in float32 and keeps 24 bits), in units of 1/4096 of the "
+                        "SigmaDelta's scale: smaller inputs or weights"
                     )
             delivered = layer.conv(maps, weights.double()).round().long()
             delivered = wrap(delivered, 23).reshape(steps - 1, batch, *delivered.shape[1:])
