@@ -11,13 +11,18 @@ Sections (``--sections``; all by default):
   Tanh, angle embedding and 2 ``StronglyEntanglingLayers`` on 10 qubits, statevector, Linear 10->10; global
   batch 256). Every setup runs in fresh spawned processes with a fixed number of torch threads each
   (``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` the same); one process with as many threads as the two processes have
-  together is the other single-process baseline on the same cores. Time: median over ``--repeats`` rounds of
-  about ``--samples`` samples each (whole epochs), after one warm-up epoch; a setup stops after 10 s of timed
-  rounds (the rounds column says how many ran). A model's three setups run one after the other ``--passes``
-  times (a machine that slows down for a while slows every setup of a pass alike); each pass gives its own
-  ratios, the median is reported with the passes' values. From every pass's one-process step time ``t1`` and
-  two-process ratio ``r`` the overhead ``c`` that two processes add per step (``r = t1 / (t1 / 2 + c)``) is
-  estimated, and with it the step time from which two processes give at least 1.5x (``t1 >= 6 c``).
+  together is the other single-process baseline on the same cores. Two more setups say what bounds the ratio: two
+  processes that exchange nothing (each trains its own copy on its half of every global batch: the most two
+  processes give on this machine at that moment) and one process on half the global batch (one rank's work alone:
+  twice its speed is what two processes would give on two idle cores with a free exchange; below 2x by the work a
+  step repeats whatever its batch). Time: median over ``--repeats`` rounds of about ``--samples`` samples each
+  (whole epochs), after one warm-up epoch; a setup stops after 10 s of timed rounds (the rounds column says how
+  many ran). A model's setups run one after the other ``--passes`` times (a machine that slows down for a while
+  slows every setup of a pass alike); each pass gives its own ratios, the median is reported with the passes'
+  values, and what two processes lose per global batch is split into the work each rank repeats, what the
+  processes cost each other on the machine and the gradient exchange. From every pass's one-process time per
+  global batch ``t1`` and two-process time ``t2`` the overhead ``c = t2 - t1 / 2`` is estimated, and with it the
+  step time from which two processes give at least 1.5x (``t1 >= 6 c``).
 
 * ``memory``: what gradient checkpointing (``recompute_steps=K``) saves on a long spiking
   sequence: T=1000 steps, batch 32, 512 neurons, forward + backward of ``spikes.sum()`` for
@@ -49,6 +54,20 @@ import torch
 from machine import cpu_model
 
 SECTIONS = ("throughput", "memory")
+ONE, THREADS, TWO, APART, HALF = (
+    "1 process x 1 thread",
+    "1 process x 2 threads",
+    "2 processes x 1 thread",
+    "2 processes x 1 thread, no exchange",
+    "1 process x 1 thread, half batch",
+)
+SETUPS = {  # name: (processes, torch threads each, gradients exchanged, one process on half the global batch)
+    ONE: (1, 1, True, False),
+    THREADS: (1, 2, True, False),
+    TWO: (2, 1, True, False),
+    APART: (2, 1, False, False),  # the most two processes give on this machine now: each trains its own copy
+    HALF: (1, 1, True, True),  # the work of one rank, alone on the machine
+}
 MODELS = ("demo", "sel10")
 SEL10_BATCH = 256  # the compute-bound model's global batch
 ROUNDS_BUDGET_S = 10.0  # throughput: no further timed rounds once this much time is spent (a loaded box)
@@ -86,13 +105,15 @@ def _throughput_worker(rank: int, world: int, port: int, threads: int, settings:
     usable = len(x) // settings["batch"] * settings["batch"]  # whole global batches: identical work for any world
     dataset = TensorDataset(x[:usable], y[:usable])
     torch.manual_seed(0)
-    model = distributed.wrap(_sel10_model() if settings["model"] == "sel10" else hybrid_model(settings["qubits"]))
+    model = _sel10_model() if settings["model"] == "sel10" else hybrid_model(settings["qubits"])
+    if settings["exchange"]:  # independent ranks: no DDP, each trains its own copy on its shard
+        model = distributed.wrap(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     if world > 1:
         loader = distributed.distributed_loader(dataset, settings["batch"] // world, shuffle=True, seed=0)
     else:  # the same shuffled order as the ranks' samplers together
         sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, seed=0)
-        loader = DataLoader(dataset, batch_size=settings["batch"], sampler=sampler)
+        loader = DataLoader(dataset, batch_size=settings["per_rank_batch"], sampler=sampler)
     loss = nn.CrossEntropyLoss()
     history = fit(model, loader, None, loss, optimizer, 1, progress=False)  # warm-up: tapes, allocator, gloo
     epochs = max(1, round(settings["samples"] / usable))
@@ -110,9 +131,9 @@ def _throughput_worker(rank: int, world: int, port: int, threads: int, settings:
     if rank == 0:
         samples = len(loader.sampler) * world * epochs
         seconds = statistics.median(times)
-        steps = len(loader) * epochs
+        steps = len(loader) * epochs  # of per_rank_batch samples on each rank
         result = {"seconds": seconds, "epochs": epochs, "rounds": len(times), "samples_per_s": samples / seconds}
-        result["step_ms"] = 1e3 * seconds / steps
+        result["step_ms"] = 1e3 * seconds / steps * settings["batch"] / (settings["per_rank_batch"] * world)
         result["loss"] = first_round_loss  # the same work gives the same loss in every setup
         with open(out, "w") as f:
             json.dump(result, f)
@@ -139,7 +160,8 @@ def throughput(
 
     ``batches``: global batch sizes of the demo model (samples per optimizer step, split over the processes;
     ``sel10`` trains with ``SEL10_BATCH``); ``samples``: about how many training samples one timed round
-    processes (whole epochs); ``step_ms``: milliseconds per optimizer step. ``passes``: the three setups of a model
+    processes (whole epochs); ``step_ms``: milliseconds per global batch of samples (per optimizer step, but for
+    ``HALF``, which takes two steps per global batch). ``passes``: the setups of a model
     run one after the other this many times (interleaved: a machine that slows down for a while slows every setup
     of a pass alike), and each pass gives its own ratios.
     """
@@ -147,9 +169,11 @@ def throughput(
 
     runs = [(m, b) for m in models for b in (batches if m == "demo" else (SEL10_BATCH,))]
     rows = []
-    setups = ((1, 1), (1, 2), (2, 1))
-    for (model, batch), done, (processes, threads) in ((r, p, s) for r in runs for p in range(passes) for s in setups):
+    for (model, batch), done, setup in ((r, p, s) for r in runs for p in range(passes) for s in SETUPS):
+        processes, threads, exchange, half = SETUPS[setup]
+        per_rank = batch // 2 if half or processes == 2 else batch
         settings = {"model": model, "qubits": qubits, "batch": batch, "samples": samples, "repeats": repeats}
+        settings |= {"per_rank_batch": per_rank, "exchange": exchange}
         os.environ.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))  # the spawned processes'
         with tempfile.TemporaryDirectory() as folder:
             out = os.path.join(folder, "result.json")
@@ -157,21 +181,47 @@ def throughput(
             mp.spawn(_throughput_worker, args=args, nprocs=processes, join=True, start_method="spawn")
             with open(out) as f:
                 result = json.load(f)
-        setup = f"{processes} process{'es' if processes > 1 else ''} x {threads} thread{'s' if threads > 1 else ''}"
         rows.append(
             {"model": model, "setup": setup, "processes": processes, "threads": threads, "batch": batch}
-            | {"per_rank_batch": batch // processes, "pass": done}
+            | {"per_rank_batch": per_rank, "pass": done}
             | result
         )
     return rows
 
 
-def ratios(rows: list[dict], model: str, batch: int, over: tuple[int, int] = (1, 1)) -> list[float]:
-    """Per pass: samples per second of 2 processes x 1 thread over those of the setup ``over`` (processes,
-    threads)."""
+def ratios(rows: list[dict], model: str, batch: int, of: str = TWO, over: str = ONE) -> list[float]:
+    """Per pass: samples per second of the setup ``of`` over those of the setup ``over`` (keys of ``SETUPS``);
+    ``2 * HALF / ONE``: what two processes would give if each ran its half of the batch as fast as one process
+    runs it alone and nothing were exchanged."""
     ours = [r for r in rows if (r["model"], r["batch"]) == (model, batch)]
-    speed = {(r["pass"], r["processes"], r["threads"]): r["samples_per_s"] for r in ours}
-    return [speed[(p, 2, 1)] / speed[(p, *over)] for p in sorted({r["pass"] for r in ours})]
+    speed = {(r["pass"], r["setup"]): r["samples_per_s"] for r in ours}
+    factor = 2 if of == HALF else 1
+    return [factor * speed[(p, of)] / speed[(p, over)] for p in sorted({r["pass"] for r in ours})]
+
+
+def where_time_goes(rows: list[dict], model: str, batch: int) -> str:
+    """A sentence from one model's rows: the medians over passes of what two processes lose per global batch
+    against half the one-process time ``t1 / 2``, in three parts that add up to ``t2 - t1 / 2``: the work every
+    rank repeats whatever its batch (``th - t1 / 2``, ``th`` the one-process step time on half the batch), what the
+    two processes cost each other on this machine (``ta - th``, ``ta`` the step time of two processes that
+    exchange nothing) and the gradient exchange with the ranks' lock-step (``t2 - ta``)."""
+    parts: dict[str, list[float]] = {"one": [], "repeated": [], "machine": [], "exchange": [], "total": []}
+    for done in sorted({r["pass"] for r in rows if (r["model"], r["batch"]) == (model, batch)}):
+        ms = {r["setup"]: r["step_ms"] for r in rows if (r["model"], r["batch"], r["pass"]) == (model, batch, done)}
+        t1, th, ta, t2 = ms[ONE], ms[HALF] / 2, ms[APART], ms[TWO]
+        for name, value in (("repeated", th - t1 / 2), ("machine", ta - th), ("exchange", t2 - ta)):
+            parts[name].append(value)
+        parts["total"].append(t2 - t1 / 2)
+        parts["one"].append(t1)
+    m = {name: statistics.median(values) for name, values in parts.items()}
+    t1 = m["one"]
+    return (
+        f"{model}, batch {batch}, ms per global batch (medians over passes): one process {t1:.1f} (so {t1 / 2:.1f} "
+        f"ideally on two); two processes lose {m['total']:.1f}: {m['repeated']:.1f} to the work each rank repeats "
+        f"whatever its batch (one process on half the batch against half of t1), {m['machine']:.1f} to each other "
+        f"on this machine (two processes that exchange nothing against one alone on half the batch) and "
+        f"{m['exchange']:.1f} to the gradient exchange and the ranks' lock-step."
+    )
 
 
 def pays_off(rows: list[dict]) -> str:
@@ -181,14 +231,8 @@ def pays_off(rows: list[dict]) -> str:
     one."""
     overheads = []
     for model, batch, done in dict.fromkeys((r["model"], r["batch"], r["pass"]) for r in rows):
-        by_setup = {
-            (r["processes"], r["threads"]): r
-            for r in rows
-            if (r["model"], r["batch"], r["pass"]) == (model, batch, done)
-        }
-        t1 = by_setup[(1, 1)]["step_ms"]
-        ratio = by_setup[(2, 1)]["samples_per_s"] / by_setup[(1, 1)]["samples_per_s"]
-        overheads.append(t1 / ratio - t1 / 2)
+        ms = {r["setup"]: r["step_ms"] for r in rows if (r["model"], r["batch"], r["pass"]) == (model, batch, done)}
+        overheads.append(ms[TWO] - ms[ONE] / 2)
     c = statistics.median(overheads)
     if c <= 0:
         return (
@@ -197,7 +241,7 @@ def pays_off(rows: list[dict]) -> str:
         )
     return (
         f"Two processes add about {c:.1f} ms per optimizer step (median over {len(overheads)} measurements of "
-        f"t1 / r - t1 / 2; per measurement {', '.join(f'{o:.1f}' for o in overheads)} ms), so on this machine "
+        f"t2 - t1 / 2; per measurement {', '.join(f'{o:.1f}' for o in overheads)} ms), so on this machine "
         f"2 processes give >= 1.5x the samples per second of one from a one-process step time of about "
         f"{6 * c:.0f} ms per global batch (>= 1.8x from about {c / (1 / 1.8 - 1 / 2):.0f} ms)."
     )
@@ -228,11 +272,12 @@ def print_throughput(rows: list[dict], settings: dict) -> None:
         "Tanh, 10-qubit angle embedding + 2 StronglyEntanglingLayers (statevector), Linear 10->10"
     )
     print(
-        f"each model's three setups run one after the other, {settings['passes']} passes; samples / s, ms / step and "
+        f"each model's {len(SETUPS)} setups run one after the other, {settings['passes']} passes; samples / s, ms / "
+        "global batch and "
         "seconds / round: medians over the passes; rounds: all passes"
     )
     print("| model | global batch | setup | torch threads per process | batch per rank | epochs / round | rounds | "
-          "samples / s | ms / step | seconds / round | train loss after round 1 |")  # fmt: skip
+          "samples / s | ms / global batch | seconds / round | train loss after round 1 |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in summarize(rows):
         print(
@@ -241,13 +286,18 @@ def print_throughput(rows: list[dict], settings: dict) -> None:
             f"{row['seconds']:.2f} | {row['loss']:.5f} |"
         )
     print()
+
+    def shown(values: list[float]) -> str:
+        return f"{statistics.median(values):.2f}x (passes: {', '.join(f'{r:.2f}' for r in values)})"
+
     for model, batch in dict.fromkeys((r["model"], r["batch"]) for r in rows):
-        one, two = ratios(rows, model, batch), ratios(rows, model, batch, over=(1, 2))
-        print(
-            f"{model}, batch {batch}: 2 processes x 1 thread / 1 process x 1 thread = {statistics.median(one):.2f}x "
-            f"(passes: {', '.join(f'{r:.2f}' for r in one)}), / 1 process x 2 threads = "
-            f"{statistics.median(two):.2f}x (passes: {', '.join(f'{r:.2f}' for r in two)}) samples per second"
-        )
+        print(f"{model}, batch {batch}, samples per second of {TWO} / {ONE} = {shown(ratios(rows, model, batch))}, "
+              f"/ {THREADS} = {shown(ratios(rows, model, batch, over=THREADS))}; the most two processes could give: "
+              f"on this machine now ({APART} / {ONE}) {shown(ratios(rows, model, batch, of=APART))}, on two idle cores "
+              f"(2 x {HALF} / {ONE}) {shown(ratios(rows, model, batch, of=HALF))}")  # fmt: skip
+    print()
+    for model, batch in dict.fromkeys((r["model"], r["batch"]) for r in rows):
+        print(where_time_goes(rows, model, batch))
     print()
     print(pays_off(rows))
 
