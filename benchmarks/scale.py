@@ -22,7 +22,12 @@ Sections (``--sections``; all by default):
   values, and what two processes lose per global batch is split into the work each rank repeats, what the
   processes cost each other on the machine and the gradient exchange. From every pass's one-process time per
   global batch ``t1`` and two-process time ``t2`` the overhead ``c = t2 - t1 / 2`` is estimated, and with it the
-  step time from which two processes give at least 1.5x (``t1 >= 6 c``).
+  step time from which two processes give at least 1.5x (``t1 >= 6 c``). ``--allocators``: the setups run under
+  each of glibc's malloc as it comes (``glibc``) and glibc told to keep freed memory (``kept``:
+  ``MALLOC_TOP_PAD_`` and ``MALLOC_TRIM_THRESHOLD_`` in the spawned processes' environment): as it comes, glibc
+  hands the states a step frees back to the kernel and faults them in again the next step (hundreds to
+  thousands of page faults per step at 10 qubits, batch 128-256), which slows every step by a varying amount; a
+  synchronous data-parallel step waits for the slower rank, so the variation costs twice.
 
 * ``memory``: what gradient checkpointing (``recompute_steps=K``) saves on a long spiking
   sequence: T=1000 steps, batch 32, 512 neurons, forward + backward of ``spikes.sum()`` for
@@ -36,7 +41,10 @@ Sections (``--sections``; all by default):
   and the step time; the ratio is without / with.
 
     python benchmarks/scale.py [--sections throughput] [--models demo sel10] [--qubits 6] [--batch 64 256] [--passes 3]
-        [--samples 10000] [--repeats 3]
+        [--samples 10000] [--repeats 3] [--allocators glibc kept]
+
+    bench-args: --sections throughput memory
+    bench-args: --sections throughput --models sel10 --allocators glibc kept
     python benchmarks/scale.py --sections memory [--memory-steps 1000] [--recompute-steps 32] [--neurons 512]
 """
 
@@ -61,6 +69,10 @@ ONE, THREADS, TWO, APART, HALF = (
     "2 processes x 1 thread, no exchange",
     "1 process x 1 thread, half batch",
 )
+ALLOCATORS = {  # name: what the spawned processes' environment sets for glibc's malloc
+    "glibc": {},  # its defaults
+    "kept": {"MALLOC_TOP_PAD_": str(256 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(2**40)},  # freed memory kept
+}
 SETUPS = {  # name: (processes, torch threads each, gradients exchanged, one process on half the global batch)
     ONE: (1, 1, True, False),
     THREADS: (1, 2, True, False),
@@ -154,9 +166,10 @@ def throughput(
     repeats: int = 3,
     models: tuple[str, ...] = MODELS,
     passes: int = 3,
+    allocators: tuple[str, ...] = ("glibc",),
 ) -> list[dict]:
-    """Rows ``{model, setup, processes, threads, batch, per_rank_batch, pass, epochs, seconds, step_ms,
-    samples_per_s, loss}``, one per setup and pass.
+    """Rows ``{model, allocator, setup, processes, threads, batch, per_rank_batch, pass, epochs, seconds, step_ms,
+    samples_per_s, loss}``, one per setup, allocator (a key of ``ALLOCATORS``) and pass.
 
     ``batches``: global batch sizes of the demo model (samples per optimizer step, split over the processes;
     ``sel10`` trains with ``SEL10_BATCH``); ``samples``: about how many training samples one timed round
@@ -165,49 +178,71 @@ def throughput(
     run one after the other this many times (interleaved: a machine that slows down for a while slows every setup
     of a pass alike), and each pass gives its own ratios.
     """
-    import torch.multiprocessing as mp
-
     runs = [(m, b) for m in models for b in (batches if m == "demo" else (SEL10_BATCH,))]
     rows = []
-    for (model, batch), done, setup in ((r, p, s) for r in runs for p in range(passes) for s in SETUPS):
+    cases = ((r, p, a, s) for r in runs for p in range(passes) for a in allocators for s in SETUPS)
+    for (model, batch), done, allocator, setup in cases:
         processes, threads, exchange, half = SETUPS[setup]
         per_rank = batch // 2 if half or processes == 2 else batch
         settings = {"model": model, "qubits": qubits, "batch": batch, "samples": samples, "repeats": repeats}
         settings |= {"per_rank_batch": per_rank, "exchange": exchange}
+        saved = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *ALLOCATORS["kept"])}
         os.environ.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))  # the spawned processes'
-        with tempfile.TemporaryDirectory() as folder:
-            out = os.path.join(folder, "result.json")
-            args = (processes, _free_port(), threads, settings, out)
-            mp.spawn(_throughput_worker, args=args, nprocs=processes, join=True, start_method="spawn")
-            with open(out) as f:
-                result = json.load(f)
+        os.environ.update(ALLOCATORS[allocator])
+        try:
+            result = _spawn(processes, threads, settings)
+        finally:
+            for name, value in saved.items():
+                os.environ.pop(name, None) if value is None else os.environ.update({name: value})
         rows.append(
-            {"model": model, "setup": setup, "processes": processes, "threads": threads, "batch": batch}
-            | {"per_rank_batch": per_rank, "pass": done}
+            {"model": model, "allocator": allocator, "setup": setup, "processes": processes, "threads": threads}
+            | {"batch": batch, "per_rank_batch": per_rank, "pass": done}
             | result
         )
     return rows
 
 
-def ratios(rows: list[dict], model: str, batch: int, of: str = TWO, over: str = ONE) -> list[float]:
+def _spawn(processes: int, threads: int, settings: dict) -> dict:
+    """What rank 0 of ``processes`` freshly spawned processes reports."""
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "result.json")
+        args = (processes, _free_port(), threads, settings, out)
+        mp.spawn(_throughput_worker, args=args, nprocs=processes, join=True, start_method="spawn")
+        with open(out) as f:
+            return json.load(f)
+
+
+def group(row: dict) -> tuple[str, int, str]:
+    """The rows compared with each other: one model, global batch and allocator."""
+    return row["model"], row["batch"], row["allocator"]
+
+
+def label(key: tuple[str, int, str]) -> str:
+    model, batch, allocator = key
+    return f"{model}, batch {batch}" + (f", allocator {allocator}" if allocator != "glibc" else "")
+
+
+def ratios(rows: list[dict], key: tuple, of: str = TWO, over: str = ONE) -> list[float]:
     """Per pass: samples per second of the setup ``of`` over those of the setup ``over`` (keys of ``SETUPS``);
     ``2 * HALF / ONE``: what two processes would give if each ran its half of the batch as fast as one process
     runs it alone and nothing were exchanged."""
-    ours = [r for r in rows if (r["model"], r["batch"]) == (model, batch)]
+    ours = [r for r in rows if group(r) == key]
     speed = {(r["pass"], r["setup"]): r["samples_per_s"] for r in ours}
     factor = 2 if of == HALF else 1
     return [factor * speed[(p, of)] / speed[(p, over)] for p in sorted({r["pass"] for r in ours})]
 
 
-def where_time_goes(rows: list[dict], model: str, batch: int) -> str:
+def where_time_goes(rows: list[dict], key: tuple) -> str:
     """A sentence from one model's rows: the medians over passes of what two processes lose per global batch
     against half the one-process time ``t1 / 2``, in three parts that add up to ``t2 - t1 / 2``: the work every
     rank repeats whatever its batch (``th - t1 / 2``, ``th`` the one-process step time on half the batch), what the
     two processes cost each other on this machine (``ta - th``, ``ta`` the step time of two processes that
     exchange nothing) and the gradient exchange with the ranks' lock-step (``t2 - ta``)."""
     parts: dict[str, list[float]] = {"one": [], "repeated": [], "machine": [], "exchange": [], "total": []}
-    for done in sorted({r["pass"] for r in rows if (r["model"], r["batch"]) == (model, batch)}):
-        ms = {r["setup"]: r["step_ms"] for r in rows if (r["model"], r["batch"], r["pass"]) == (model, batch, done)}
+    for done in sorted({r["pass"] for r in rows if group(r) == key}):
+        ms = {r["setup"]: r["step_ms"] for r in rows if (group(r), r["pass"]) == (key, done)}
         t1, th, ta, t2 = ms[ONE], ms[HALF] / 2, ms[APART], ms[TWO]
         for name, value in (("repeated", th - t1 / 2), ("machine", ta - th), ("exchange", t2 - ta)):
             parts[name].append(value)
@@ -216,7 +251,7 @@ def where_time_goes(rows: list[dict], model: str, batch: int) -> str:
     m = {name: statistics.median(values) for name, values in parts.items()}
     t1 = m["one"]
     return (
-        f"{model}, batch {batch}, ms per global batch (medians over passes): one process {t1:.1f} (so {t1 / 2:.1f} "
+        f"{label(key)}, ms per global batch (medians over passes): one process {t1:.1f} (so {t1 / 2:.1f} "
         f"ideally on two); two processes lose {m['total']:.1f}: {m['repeated']:.1f} to the work each rank repeats "
         f"whatever its batch (one process on half the batch against half of t1), {m['machine']:.1f} to each other "
         f"on this machine (two processes that exchange nothing against one alone on half the batch) and "
@@ -230,8 +265,8 @@ def pays_off(rows: list[dict]) -> str:
     and the one-process step time ``6 c`` from which two processes give at least 1.5x the samples per second of
     one."""
     overheads = []
-    for model, batch, done in dict.fromkeys((r["model"], r["batch"], r["pass"]) for r in rows):
-        ms = {r["setup"]: r["step_ms"] for r in rows if (r["model"], r["batch"], r["pass"]) == (model, batch, done)}
+    for key, done in dict.fromkeys((group(r), r["pass"]) for r in rows):
+        ms = {r["setup"]: r["step_ms"] for r in rows if (group(r), r["pass"]) == (key, done)}
         overheads.append(ms[TWO] - ms[ONE] / 2)
     c = statistics.median(overheads)
     if c <= 0:
@@ -251,8 +286,8 @@ def summarize(rows: list[dict]) -> list[dict]:
     """One row per model, batch and setup: the medians over passes of samples per second, step and round times,
     the rounds of all passes, the first pass's loss."""
     out = []
-    for key in dict.fromkeys((r["model"], r["batch"], r["setup"]) for r in rows):
-        same = [r for r in rows if (r["model"], r["batch"], r["setup"]) == key]
+    for key in dict.fromkeys((group(r), r["setup"]) for r in rows):
+        same = [r for r in rows if (group(r), r["setup"]) == key]
         row = dict(same[0])
         for name in ("samples_per_s", "step_ms", "seconds"):
             row[name] = statistics.median(r[name] for r in same)
@@ -273,15 +308,17 @@ def print_throughput(rows: list[dict], settings: dict) -> None:
     )
     print(
         f"each model's {len(SETUPS)} setups run one after the other, {settings['passes']} passes; samples / s, ms / "
-        "global batch and "
-        "seconds / round: medians over the passes; rounds: all passes"
+        "global batch and seconds / round: medians over the passes; rounds: all passes"
     )
-    print("| model | global batch | setup | torch threads per process | batch per rank | epochs / round | rounds | "
-          "samples / s | ms / global batch | seconds / round | train loss after round 1 |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    kept = " ".join(f"{name}={value}" for name, value in ALLOCATORS["kept"].items())
+    print(f"allocator: glibc = glibc's malloc as it comes; kept = the processes started with {kept}")
+    print("| model | global batch | allocator | setup | torch threads per process | batch per rank | epochs / round | "
+          "rounds | samples / s | ms / global batch | seconds / round | train loss after round 1 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in summarize(rows):
         print(
-            f"| {row['model']} | {row['batch']} | {row['setup']} | {row['threads']} | {row['per_rank_batch']} | "
+            f"| {row['model']} | {row['batch']} | {row['allocator']} | {row['setup']} | {row['threads']} | "
+            f"{row['per_rank_batch']} | "
             f"{row['epochs']} | {row['rounds']} | {row['samples_per_s']:.0f} | {row['step_ms']:.2f} | "
             f"{row['seconds']:.2f} | {row['loss']:.5f} |"
         )
@@ -290,14 +327,14 @@ def print_throughput(rows: list[dict], settings: dict) -> None:
     def shown(values: list[float]) -> str:
         return f"{statistics.median(values):.2f}x (passes: {', '.join(f'{r:.2f}' for r in values)})"
 
-    for model, batch in dict.fromkeys((r["model"], r["batch"]) for r in rows):
-        print(f"{model}, batch {batch}, samples per second of {TWO} / {ONE} = {shown(ratios(rows, model, batch))}, "
-              f"/ {THREADS} = {shown(ratios(rows, model, batch, over=THREADS))}; the most two processes could give: "
-              f"on this machine now ({APART} / {ONE}) {shown(ratios(rows, model, batch, of=APART))}, on two idle cores "
-              f"(2 x {HALF} / {ONE}) {shown(ratios(rows, model, batch, of=HALF))}")  # fmt: skip
+    for key in dict.fromkeys(map(group, rows)):
+        print(f"{label(key)}, samples per second of {TWO} / {ONE} = {shown(ratios(rows, key))}, "
+              f"/ {THREADS} = {shown(ratios(rows, key, over=THREADS))}; the most two processes could give: "
+              f"on this machine now ({APART} / {ONE}) {shown(ratios(rows, key, of=APART))}, on two idle cores "
+              f"(2 x {HALF} / {ONE}) {shown(ratios(rows, key, of=HALF))}")  # fmt: skip
     print()
-    for model, batch in dict.fromkeys((r["model"], r["batch"]) for r in rows):
-        print(where_time_goes(rows, model, batch))
+    for key in dict.fromkeys(map(group, rows)):
+        print(where_time_goes(rows, key))
     print()
     print(pays_off(rows))
 
@@ -443,6 +480,9 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=10000, help="throughput: samples per timed round (about)")
     parser.add_argument("--repeats", type=int, default=3, help="throughput: timed rounds (median)")
     parser.add_argument("--passes", type=int, default=3, help="throughput: interleaved passes over the setups")
+    parser.add_argument(
+        "--allocators", nargs="+", choices=ALLOCATORS, default=["glibc"], help="throughput: malloc settings"
+    )
     parser.add_argument("--memory-steps", type=int, default=1000, help="memory: time steps T")
     parser.add_argument("--memory-batch", type=int, default=32, help="memory: batch size")
     parser.add_argument("--neurons", type=int, default=512, help="memory: neurons of the spiking layer")
@@ -451,7 +491,9 @@ def main() -> None:
     args = parser.parse_args()
     if "throughput" in args.sections:
         settings = {"qubits": args.qubits, "samples": args.samples, "repeats": args.repeats, "passes": args.passes}
-        rows = throughput(batches=tuple(args.batch), models=tuple(args.models), **settings)
+        rows = throughput(
+            batches=tuple(args.batch), models=tuple(args.models), allocators=tuple(args.allocators), **settings
+        )
         print_throughput(rows, settings)
     if "memory" in args.sections:
         settings = {"steps": args.memory_steps, "batch": args.memory_batch, "neurons": args.neurons}
