@@ -113,6 +113,7 @@ bench: $(STAMP)
 			printf '\n`python %s%s` (%s, %s; %s s%s):\n\n' "$$script" "$${args:+ $$args}" "$$(date -u +%Y-%m-%d)" \
 				"$$machine" "$$(( $$(date +%s) - start ))" "$$how" >> "$$section"; \
 			awk 'function kind(line) { return line ~ /^[|]/ ? 1 : line ~ /^- / ? 2 : 0 } \
+				{ while (match($$0, /<[A-Za-z\/]/)) $$0 = substr($$0, 1, RSTART - 1) "&lt;" substr($$0, RSTART + 1) } \
 				$$0 != "" && prev != "" && kind($$0) != kind(prev) {print ""} {print; prev = $$0}' \
 				"$$runs/out" >> "$$section"; \
 			if [ $$status -ne 0 ] && [ -s "$$runs/err" ]; then \

@@ -38,7 +38,7 @@ bench-args: --fail
 """
 import sys
 
-print("4 qubits, batch 8")
+print("4 qubits, batch 8, <Z> on every qubit, 1 < 2")
 print("| peer s | hybridai s | speed-up |")
 print("|---|---|---|")
 print("| 2.0 | 0.5 | 4.0x |")
@@ -64,7 +64,8 @@ def test_make_bench_on_one_script_keeps_the_other_sections(tmp_path):
     kept = "\n## benchmarks/" + before.split("\n## benchmarks/", 1)[1]
     assert after.endswith(kept)  # every real section byte for byte, sub-headings (## Gram matrix) included
     section = after.split(f"## {script}\n", 1)[1].split("\n## benchmarks/", 1)[0]
-    assert section.count("\n4 qubits, batch 8\n\n| peer s | hybridai s | speed-up |\n") == 2  # a table renders
+    shown = "\n4 qubits, batch 8, &lt;Z> on every qubit, 1 < 2\n\n"  # <Z> would render as an HTML tag, i.e. not
+    assert section.count(shown + "| peer s | hybridai s | speed-up |\n") == 2  # a table renders
     assert "| 4.0x |\n\ndone\n" in section
     assert "failed with exit status 1" in section
     (tmp_path / "section.md").write_text(section)
