@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import socket
 import statistics
 import tempfile
@@ -129,13 +130,15 @@ def _throughput_worker(rank: int, world: int, port: int, threads: int, settings:
     loss = nn.CrossEntropyLoss()
     history = fit(model, loader, None, loss, optimizer, 1, progress=False)  # warm-up: tapes, allocator, gloo
     epochs = max(1, round(settings["samples"] / usable))
-    times = []
+    times, faults = [], 0
     for _ in range(settings["repeats"]):
         if world > 1:
             torch.distributed.barrier()
+        faults -= resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         start = time.perf_counter()
         history = fit(model, loader, None, loss, optimizer, epochs, progress=False)
         times.append(time.perf_counter() - start)
+        faults += resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         if len(times) == 1:
             first_round_loss = history[-1]["train_loss"]
         if distributed.all_reduce_sum([sum(times) > ROUNDS_BUDGET_S])[0]:  # every rank stops together
@@ -146,6 +149,7 @@ def _throughput_worker(rank: int, world: int, port: int, threads: int, settings:
         steps = len(loader) * epochs  # of per_rank_batch samples on each rank
         result = {"seconds": seconds, "epochs": epochs, "rounds": len(times), "samples_per_s": samples / seconds}
         result["step_ms"] = 1e3 * seconds / steps * settings["batch"] / (settings["per_rank_batch"] * world)
+        result["faults"] = faults / (steps * len(times))  # rank 0's page faults per step of its own
         result["loss"] = first_round_loss  # the same work gives the same loss in every setup
         with open(out, "w") as f:
             json.dump(result, f)
@@ -169,7 +173,8 @@ def throughput(
     allocators: tuple[str, ...] = ("glibc",),
 ) -> list[dict]:
     """Rows ``{model, allocator, setup, processes, threads, batch, per_rank_batch, pass, epochs, seconds, step_ms,
-    samples_per_s, loss}``, one per setup, allocator (a key of ``ALLOCATORS``) and pass.
+    samples_per_s, faults, loss}``, one per setup, allocator (a key of ``ALLOCATORS``) and pass; ``faults``: rank 0's
+    minor page faults per optimizer step.
 
     ``batches``: global batch sizes of the demo model (samples per optimizer step, split over the processes;
     ``sel10`` trains with ``SEL10_BATCH``); ``samples``: about how many training samples one timed round
@@ -289,7 +294,7 @@ def summarize(rows: list[dict]) -> list[dict]:
     for key in dict.fromkeys((group(r), r["setup"]) for r in rows):
         same = [r for r in rows if (group(r), r["setup"]) == key]
         row = dict(same[0])
-        for name in ("samples_per_s", "step_ms", "seconds"):
+        for name in ("samples_per_s", "step_ms", "seconds", "faults"):
             row[name] = statistics.median(r[name] for r in same)
         row["rounds"] = sum(r["rounds"] for r in same)
         row["passes"] = len(same)
@@ -308,19 +313,21 @@ def print_throughput(rows: list[dict], settings: dict) -> None:
     )
     print(
         f"each model's {len(SETUPS)} setups run one after the other, {settings['passes']} passes; samples / s, ms / "
-        "global batch and seconds / round: medians over the passes; rounds: all passes"
+        "global batch, seconds / round and page faults / step (minor faults of rank 0 per optimizer step of its own): "
+        "medians over the passes; rounds: all passes"
     )
     kept = " ".join(f"{name}={value}" for name, value in ALLOCATORS["kept"].items())
     print(f"allocator: glibc = glibc's malloc as it comes; kept = the processes started with {kept}")
     print("| model | global batch | allocator | setup | torch threads per process | batch per rank | epochs / round | "
-          "rounds | samples / s | ms / global batch | seconds / round | train loss after round 1 |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "rounds | samples / s | ms / global batch | seconds / round | page faults / step | "
+          "train loss after round 1 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in summarize(rows):
         print(
             f"| {row['model']} | {row['batch']} | {row['allocator']} | {row['setup']} | {row['threads']} | "
             f"{row['per_rank_batch']} | "
             f"{row['epochs']} | {row['rounds']} | {row['samples_per_s']:.0f} | {row['step_ms']:.2f} | "
-            f"{row['seconds']:.2f} | {row['loss']:.5f} |"
+            f"{row['seconds']:.2f} | {row['faults']:.0f} | {row['loss']:.5f} |"
         )
     print()
 
