@@ -1,6 +1,9 @@
 """The one decomposition walk that the Qiskit conversion, the statevector executor, its parameter-shift form
 and ZNE folding share: pieces in order, one depth limit, one refusal naming the operation."""
 
+import gc
+import weakref
+
 import pennylane as qml
 import pytest
 import torch
@@ -58,6 +61,26 @@ def test_one_depth_limit():
     with pytest.raises(UnsupportedOperationError, match=f"Loop on wires \\[0\\] \\(not within {MAX_DEPTH} levels"):
         walk(built(lambda: [Loop(wires=0)]), take, cannot="test cannot take", remedy="none")
     assert len(seen) == MAX_DEPTH + 1
+
+
+def test_the_walk_leaves_no_reference_cycle():
+    # a cycle would keep ``take`` (and what it holds: an executor's converted gates) until the garbage collector ran
+    ops = built(lambda: [qml.StronglyEntanglingLayers(torch.ones(2, 3, 3), wires=range(3)), qml.Rot(1, 2, 3, wires=0)])
+    taken = []
+
+    def take(op):
+        taken.append(op.name)
+        return op.name in ("Rot", "CNOT")
+
+    held = weakref.ref(take)
+    gc.disable()
+    try:
+        walk(ops, take, cannot="test cannot take", remedy="none")
+        del take
+        assert held() is None
+    finally:
+        gc.enable()
+    assert taken == ["StronglyEntanglingLayers"] + ["Rot", "Rot", "Rot", "CNOT", "CNOT", "CNOT"] * 2 + ["Rot"]
 
 
 def test_every_walker_refuses_through_the_shared_walk():

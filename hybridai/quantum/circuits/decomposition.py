@@ -25,18 +25,22 @@ def walk(operations: Iterable[Any], take: Callable[[Any], bool], *, cannot: str,
     ``cannot`` starts the refusal ("the statevector backend cannot apply"), ``remedy`` ends it (what to do
     instead)."""
 
-    def visit(op: Any, depth: int) -> None:
-        if take(op):
-            return
-        if not op.has_decomposition or depth >= MAX_DEPTH:
-            why = "no decomposition" if not op.has_decomposition else f"not within {MAX_DEPTH} levels of decomposition"
-            raise UnsupportedOperationError(f"{cannot} {op.name} on wires {list(op.wires)} ({why}); {remedy}")
-        for sub in op.decomposition():
-            visit(sub, depth + 1)
-
+    # depth first, in order, with a stack of its own: a recursive inner function would be a reference cycle that
+    # keeps every call's converted gates alive until the garbage collector runs
     with recording():
-        for op in operations:
-            visit(op, 0)
+        for first in operations:
+            pending = [(first, 0)]
+            while pending:
+                op, depth = pending.pop()
+                if take(op):
+                    continue
+                if not op.has_decomposition or depth >= MAX_DEPTH:
+                    why = (
+                        "no decomposition" if not op.has_decomposition
+                        else f"not within {MAX_DEPTH} levels of decomposition"
+                    )  # fmt: skip
+                    raise UnsupportedOperationError(f"{cannot} {op.name} on wires {list(op.wires)} ({why}); {remedy}")
+                pending.extend((sub, depth + 1) for sub in reversed(list(op.decomposition())))
 
 
 def decompose(
