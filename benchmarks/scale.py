@@ -239,15 +239,23 @@ def ratios(rows: list[dict], key: tuple, of: str = TWO, over: str = ONE) -> list
     return [factor * speed[(p, of)] / speed[(p, over)] for p in sorted({r["pass"] for r in ours})]
 
 
+def step_times(rows: list[dict]) -> dict[tuple, dict[str, float]]:
+    """Per (``group``, pass): the ms per global batch of every setup."""
+    times: dict[tuple, dict[str, float]] = {}
+    for r in rows:
+        times.setdefault((group(r), r["pass"]), {})[r["setup"]] = r["step_ms"]
+    return times
+
+
 def where_time_goes(rows: list[dict], key: tuple) -> str:
     """A sentence from one model's rows: the medians over passes of what two processes lose per global batch
     against half the one-process time ``t1 / 2``, in three parts that add up to ``t2 - t1 / 2``: the work every
     rank repeats whatever its batch (``th - t1 / 2``, ``th`` the one-process step time on half the batch), what the
     two processes cost each other on this machine (``ta - th``, ``ta`` the step time of two processes that
-    exchange nothing) and the gradient exchange with the ranks' lock-step (``t2 - ta``)."""
+    exchange nothing) and the gradient exchange with the ranks' lock-step (``t2 - ta``). Each is the median of its
+    own values over the passes, so the medians need not add up."""
     parts: dict[str, list[float]] = {"one": [], "repeated": [], "machine": [], "exchange": [], "total": []}
-    for done in sorted({r["pass"] for r in rows if group(r) == key}):
-        ms = {r["setup"]: r["step_ms"] for r in rows if (group(r), r["pass"]) == (key, done)}
+    for ms in (ms for (group_, _), ms in step_times(rows).items() if group_ == key):
         t1, th, ta, t2 = ms[ONE], ms[HALF] / 2, ms[APART], ms[TWO]
         for name, value in (("repeated", th - t1 / 2), ("machine", ta - th), ("exchange", t2 - ta)):
             parts[name].append(value)
@@ -257,7 +265,8 @@ def where_time_goes(rows: list[dict], key: tuple) -> str:
     t1 = m["one"]
     return (
         f"{label(key)}, ms per global batch (medians over passes): one process {t1:.1f} (so {t1 / 2:.1f} "
-        f"ideally on two); two processes lose {m['total']:.1f}: {m['repeated']:.1f} to the work each rank repeats "
+        f"ideally on two); two processes lose {m['total']:.1f} (each number a median of its own over the passes): "
+        f"{m['repeated']:.1f} to the work each rank repeats "
         f"whatever its batch (one process on half the batch against half of t1), {m['machine']:.1f} to each other "
         f"on this machine (two processes that exchange nothing against one alone on half the batch) and "
         f"{m['exchange']:.1f} to the gradient exchange and the ranks' lock-step."
@@ -265,14 +274,11 @@ def where_time_goes(rows: list[dict], key: tuple) -> str:
 
 
 def pays_off(rows: list[dict]) -> str:
-    """A sentence from ``rows``: the per-step overhead ``c`` two processes add (``r = t1 / (t1 / 2 + c)`` for the
-    one-process step time ``t1`` and the ratio ``r`` of the same pass; the median over models, batches and passes)
-    and the one-process step time ``6 c`` from which two processes give at least 1.5x the samples per second of
-    one."""
-    overheads = []
-    for key, done in dict.fromkeys((group(r), r["pass"]) for r in rows):
-        ms = {r["setup"]: r["step_ms"] for r in rows if (group(r), r["pass"]) == (key, done)}
-        overheads.append(ms[TWO] - ms[ONE] / 2)
+    """A sentence from ``rows``: the per-step overhead ``c = t2 - t1 / 2`` two processes add (``t1``, ``t2``: one
+    and two processes' ms per global batch in the same pass; the median over models, batches, allocators and
+    passes) and the one-process step time ``6 c`` from which two processes give at least 1.5x the samples per
+    second of one."""
+    overheads = [ms[TWO] - ms[ONE] / 2 for ms in step_times(rows).values()]
     c = statistics.median(overheads)
     if c <= 0:
         return (
