@@ -27,18 +27,24 @@ SKIP = re.compile(r"^\s*<!--\s*skip\b:?(?P<reason>.*?)-->\s*$")
 
 
 @dataclass(frozen=True)
-class Block:
-    """One fenced block: its page, the line of its first code line (1-based), language and code."""
+class Located:
+    """Something on a page: the page and its line (1-based)."""
 
     page: Path
     line: int
-    language: str
-    code: str
-    skip_reason: str | None  # None: the block runs; "" : marked skip without a reason
 
     @property
     def where(self) -> str:
         return f"{_name(self.page)}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Block(Located):
+    """One fenced block: its page, the line of its first code line, language and code."""
+
+    language: str
+    code: str
+    skip_reason: str | None  # None: the block runs; "" : marked skip without a reason
 
 
 def _name(page: Path) -> str:
@@ -90,16 +96,10 @@ QUOTE = re.compile(r"\s*`(?P<text>[^`]+)`")
 
 
 @dataclass(frozen=True)
-class Quote:
+class Quote(Located):
     """What a page says one ``print(...)`` prints: the page line the call starts on, and the quoted text."""
 
-    page: Path
-    line: int
     text: str
-
-    @property
-    def where(self) -> str:
-        return f"{_name(self.page)}:{self.line}"
 
 
 def quotes(block: Block) -> list[Quote]:
