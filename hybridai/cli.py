@@ -313,13 +313,17 @@ def _zne():
 def cmd_deploy_report(args: argparse.Namespace) -> int:
     from hybridai.core.errors import ConfigError, ShapeError
     from hybridai.deployment import deploy
+    from hybridai.deployment.build import takes_calibration
 
     model = _load_model(args.model, args.weights)
     x, labels = _load_batch(args.data, "data")
-    calibration = _load_batch(args.calibration, "calibration")[0] if args.calibration else x
     energy = dict(args.energy) if args.energy else None
     options = dict(args.option or [])
     hybrid = any(v is not None for v in (args.chip, args.quantum, args.classical, args.shots)) or args.zne
+    if args.calibration:
+        calibration = _load_batch(args.calibration, "calibration")[0]
+    else:  # DATA's x calibrates a chip that takes a calibration batch
+        calibration = x if takes_calibration(args.chip if hybrid else args.backend or "loihi", options) else None
     if args.quantum_option and not hybrid:
         raise invalid("--quantum-option", sorted(dict(args.quantum_option)), "only with --quantum (the hybrid form)")
     try:
@@ -422,7 +426,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zne", action="store_true", help="hybrid form: zero-noise extrapolation (hybridai.ZNE())")
     p.add_argument("--quantum-option", action="append", type=_option, metavar="KEY=VALUE",
                    help="hybrid form: quantum backend option, repeatable: --quantum-option seed=3")  # fmt: skip
-    p.add_argument("--calibration", metavar="FILE", help="calibration batch, in DATA's formats; default: x from DATA")
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="calibration batch, in DATA's formats; default: x from DATA (for a chip that takes one)",
+    )
     p.add_argument("-o", "--option", action="append", type=_option, metavar="KEY=VALUE",
                    help="chip option (a Python literal), repeatable: -o quirks='lava'")  # fmt: skip
     p.add_argument("--energy", action="append", type=_option, metavar="EVENT=JOULES",

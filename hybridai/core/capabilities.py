@@ -79,6 +79,9 @@ class ChipCapabilities:
     takes: what it compiles, in words (the model shape and conditions such as ``reset='zero'``), for refusals.
     event_word: what the chip calls the events its neurons send (``"spikes"``, ``"graded messages"``,
         ``"non-zero activations"``), as deployment reports count them.
+    takes_calibration: ``compile`` uses a calibration batch (activation or input ranges; it may still make one
+        optional). False: the chip quantizes from the model alone, its ``compile`` refuses a calibration batch
+        and ``hybridai.deploy`` refuses ``calibration=`` for it.
     """
 
     bit_exact: bool = False
@@ -89,6 +92,7 @@ class ChipCapabilities:
     frames: bool = False
     takes: str = ""
     event_word: str = "spikes"
+    takes_calibration: bool = True
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 

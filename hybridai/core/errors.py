@@ -83,6 +83,12 @@ def invalid(argument: str, value: object, accepted: str, cls: type[HybridAIError
     return cls(f"{argument}={value!r} is not valid; accepted: {accepted}")
 
 
+def described(value: object) -> str:
+    """``value`` in words for a refusal: ``"a tensor of shape (4, 6)"`` for anything with a shape, else its type."""
+    shape = getattr(value, "shape", None)
+    return f"a {type(value).__name__} of shape {tuple(shape)}" if shape is not None else type(value).__name__
+
+
 def positive_int(argument: str, value: object, high: int | None = None) -> int:
     """``value`` if it is a positive int (not a bool) and at most ``high`` when given, else a ConfigError naming
     ``argument``."""

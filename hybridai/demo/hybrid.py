@@ -78,7 +78,7 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
 
 def placements(
     model: nn.Module,
-    calibration: torch.Tensor,
+    calibration: torch.Tensor | None,
     x: torch.Tensor,
     y: torch.Tensor,
     *,
@@ -109,7 +109,7 @@ def placements(
     return rows
 
 
-def zne_note(model: nn.Module, calibration: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *, chip: str,
+def zne_note(model: nn.Module, calibration: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor, *, chip: str,
              noisy: str, shots: int, seed: int, sampled: tuple[float, float]) -> str:  # fmt: skip
     """What ZNE can and cannot remove from the circuit's error with shots (``sampled``: the noisy and the ZNE rows'
     circuit errors): read errors are not folded, shot noise is amplified; with the same deployment's exact values
@@ -210,7 +210,10 @@ def run_hybrid_demo(
     y_test = y[split:]
 
     hybrid = models["hybrid"]
-    rows = placements(hybrid.model, trains["hybrid"], tests["hybrid"], y_test, chip=chip, noisy=noisy, shots=shots,
+    from hybridai.deployment.build import takes_calibration
+
+    calibration = trains["hybrid"] if takes_calibration(chip) else None  # loihi2 quantizes from the model alone
+    rows = placements(hybrid.model, calibration, tests["hybrid"], y_test, chip=chip, noisy=noisy, shots=shots,
                       zne=zne, seed=seed)  # fmt: skip
     float_row = Placement("float (all torch)", rows[0].report.accuracy["float"], training=seconds["hybrid"])
     baselines = [
@@ -228,7 +231,7 @@ def run_hybrid_demo(
     if zne:
         print()
         sampled = (rows[-2].circuit_error or 0.0, rows[-1].circuit_error or 0.0)
-        print(zne_note(hybrid.model, trains["hybrid"], tests["hybrid"], y_test, chip=chip, noisy=noisy, shots=shots,
+        print(zne_note(hybrid.model, calibration, tests["hybrid"], y_test, chip=chip, noisy=noisy, shots=shots,
                        seed=seed, sampled=sampled))  # fmt: skip
     print(f"\ncosts of the last deployment ({rows[-1].name}):")
     print(rows[-1].report)

@@ -70,8 +70,10 @@ def deploy(
     what it refuses); a model with quantum layers is pointed to the keyword form.
 
     ``calibration``: a batch in the model's input layout, for chips that need activation ranges (Akida); it
-    is run through the float model to each chip segment's cut. ``energy``: per-event joules for the chip (see
-    ``hybridai.neuromorphic.energy.energy_model``; Loihi 1's published figures are used otherwise). Every
+    is run through the float model to each chip segment's cut. Refused where nothing would use it: no segment on
+    a chip, or a chip that quantizes from the model alone (``loihi2``; ``deployment.build.takes_calibration``).
+    ``energy``: per-event joules for the chip (see ``hybridai.neuromorphic.energy.energy_model``; Loihi 1's
+    published figures are used otherwise). Every
     segment that cannot run on its backend is named, with the reason, before anything runs.
 
     The ``Deployment``: ``run(x)`` (the model's output, segment by segment), ``segments`` (``(label,

@@ -17,7 +17,7 @@ from torch import nn
 
 from hybridai.core import registry
 from hybridai.core.contracts import Backend, ChipCompiler, Placement, QuantumExecutor
-from hybridai.core.errors import ConfigError, HybridAIError, check_shots, invalid
+from hybridai.core.errors import ConfigError, HybridAIError, check_shots, described, invalid
 from hybridai.core.module import domain_of
 from hybridai.deployment.deployment import Deployment, float_cuts
 from hybridai.deployment.placed import place_segment
@@ -67,6 +67,11 @@ def build(
     if energy is not None and not on_chip:
         raise invalid("energy", "a dict", "None when no spiking segment runs on a chip (chip='loihi', ...)")
     chip_energy = energy_model(spiking.family, energy) if isinstance(spiking, ChipCompiler) else None
+    if calibration is not None and not takes_calibration(spiking):
+        chip_name = spiking.name if isinstance(spiking, ChipCompiler) else None
+        why = f"chip {chip_name!r} quantizes from the model alone" if chip_name else "no segment runs on a chip"
+        accepted = f"None: {why} (a calibration batch is for chips that take one, such as loihi, nengo, akida)"
+        raise invalid("calibration", described(calibration), accepted)
     cuts = None  # the float model's tensors at the chip segments' cuts, run as far as the last chip segment
     if calibration is not None and on_chip:
         last_chip = max(i for i, s in enumerate(segments) if s.domain == "spiking")
@@ -94,6 +99,19 @@ def build(
     if failures:
         raise _refusal(failures)
     return Deployment(model, placed)
+
+
+def takes_calibration(chip: str | Backend | None, options: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``chip`` (a name with its ``options``, a backend, or None for none) quantizes with a calibration
+    batch, so that ``deploy(..., chip=chip, calibration=x)`` takes one; True when the name or the options are not
+    valid, for ``deploy`` to refuse those by name."""
+    if chip is None:
+        return False
+    try:
+        backend = registry.get(chip, **dict(options or {}))
+    except HybridAIError:
+        return True
+    return isinstance(backend, ChipCompiler) and backend.capabilities.takes_calibration
 
 
 def _cut(model: nn.Module, chip: Backend | None, whole: bool) -> list[Segment]:

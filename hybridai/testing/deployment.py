@@ -81,6 +81,13 @@ def _chip(s: Subject) -> ChipCompiler:
     return backend
 
 
+def _compile(backend: ChipCompiler, probe: ProbeNetwork, model: nn.Module | None = None) -> Any:
+    """``backend.compile`` of ``model`` (default: the probe's network, built now), with the probe's inputs as the
+    calibration batch where the chip takes one."""
+    calibration = probe.inputs() if backend.capabilities.takes_calibration else None
+    return backend.compile(probe.build() if model is None else model, calibration=calibration)
+
+
 def _compiled(s: Subject) -> tuple[ProbeNetwork, Any]:
     """The first probe the backend compiles, and its compiled network (cached)."""
 
@@ -88,7 +95,7 @@ def _compiled(s: Subject) -> tuple[ProbeNetwork, Any]:
         refusals = []
         for probe in PROBES:
             try:
-                return probe, _chip(s).compile(probe.build(), calibration=probe.inputs())
+                return probe, _compile(_chip(s), probe)
             except HybridAIError as exc:
                 refusals.append(f"{probe.name}: {type(exc).__name__}: {exc}")
         raise ConformanceError("compiled no probe network; " + "; ".join(refusals))
@@ -156,7 +163,7 @@ def determinism(s: Subject) -> str:
     """Two runs of one compiled network, and a second compile, give identical outputs and activity."""
     probe, compiled = _compiled(s)
     first, second = compiled.run(probe.inputs()), compiled.run(probe.inputs())
-    again = _chip(s).compile(probe.build(), calibration=probe.inputs()).run(probe.inputs())
+    again = _compile(_chip(s), probe).run(probe.inputs())
     for name, other in (("second run", second), ("second compile", again)):
         if not torch.equal(first.outputs, other.outputs) or first.layers != other.layers:
             raise ConformanceError(f"the {name} gave different outputs or activity")
@@ -164,7 +171,8 @@ def determinism(s: Subject) -> str:
 
 
 def bad_input(s: Subject) -> str:
-    """compile(non-module), compile(unsupported layer) and run(wrong width) are HybridAIErrors."""
+    """compile(non-module), compile(unsupported layer), run(wrong width) and, on a chip that declares it takes no
+    calibration batch, compile(calibration=batch) are HybridAIErrors."""
     backend = _chip(s)
     probe, compiled = _compiled(s)
     x = probe.inputs()[..., :-1]
@@ -173,6 +181,10 @@ def bad_input(s: Subject) -> str:
         expect_error(lambda: backend.compile(nn.Sequential(nn.Tanh())), "compile(Sequential(Tanh()))", ("Tanh",)),
         expect_error(lambda: compiled.run(x), f"run() on input of shape {tuple(x.shape)}", ("shape",)),
     ]
+    if not backend.capabilities.takes_calibration:  # declared: a batch given anyway is refused, not ignored
+        batch = probe.inputs()
+        got.append(expect_error(lambda: backend.compile(probe.build(), calibration=batch), "compile(calibration=...)",
+                                ("calibration",)))  # fmt: skip
     return "; ".join(got)
 
 
@@ -185,7 +197,7 @@ def shared_instance(s: Subject) -> str:
     models = [probe.build() for _ in range(2 * len(inputs))]  # here: seeding torch is not thread-safe
 
     def job(backend: Any, model: nn.Module, x: torch.Tensor) -> Any:
-        return backend.compile(model, calibration=probe.inputs()).run(x)
+        return _compile(backend, probe, model).run(x)
 
     serial = [job(s.make(), models[k], x) for k, x in enumerate(inputs)]
     shared = s.make()

@@ -80,7 +80,6 @@ def deploy_on_loihi2(model: nn.Sequential) -> Deployment:
         shots=400,
         mitigation=hybridai.ZNE(scale_factors=(1, 3, 5)),
         quantum_options={"seed": 2},
-        calibration=frames(),
     )
 
 
@@ -133,6 +132,39 @@ def test_the_issue_s_model_without_a_read_out_deploys_on_loihi2():
     with torch.no_grad():
         expected = loihi2.fake_quantize(nn.Sequential(*model[:4]))(x)
     assert torch.equal(deployment.placed[0].run(x)[0], expected)
+
+
+def test_a_calibration_batch_is_refused_where_nothing_would_use_it():
+    """loihi2 quantizes from the model alone, and without a chip nothing calibrates: calibration= is refused by
+    name (the route, deploying without it, is the deployments above)."""
+    model, x = sigma_delta_model(), frames()
+    front = nn.Sequential(*sigma_delta_model()[:4], SpikeCountDecoder())
+    loihi2_refusal = (
+        r"calibration='a Tensor of shape \(12, 5, 6\)' is not valid; accepted: None: chip 'loihi2' quantizes"
+    )
+    with pytest.raises(ConfigError, match=loihi2_refusal):
+        hybridai.deploy(model, chip="loihi2", quantum="statevector", calibration=x)
+    with pytest.raises(ConfigError, match=loihi2_refusal):
+        hybridai.deploy(front, "loihi2", calibration=x)
+    with pytest.raises(
+        ConfigError, match=r"calibration=.*accepted: None on loihi2 \(it quantizes from the model alone"
+    ):
+        loihi2.compile(front, calibration=x)
+    with pytest.raises(ConfigError, match=r"calibration=.*accepted: None: no segment runs on a chip"):
+        hybridai.deploy(model, chip="torch", quantum="statevector", calibration=x)
+    with pytest.raises(ConfigError, match=r"calibration=.*accepted: None: no segment runs on a chip"):
+        hybridai.deploy(nn.Sequential(*quantum_tail(4)), quantum="statevector", calibration=torch.zeros(2, 4))
+
+
+@pytest.mark.parametrize(
+    ("chip", "takes"),
+    [("loihi", True), ("nengo", True), ("akida", True), ("loihi2", False), ("torch", False), (None, False),
+     ("no-such-chip", True)],
+)  # fmt: skip
+def test_takes_calibration_says_which_chips_deploy_gives_a_calibration_batch(chip, takes):
+    from hybridai.deployment.build import takes_calibration
+
+    assert takes_calibration(chip) is takes  # an unknown name: True, for deploy to refuse the name itself
 
 
 def test_the_sigma_delta_model_in_torch_is_the_float_model():

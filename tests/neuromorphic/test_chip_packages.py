@@ -66,8 +66,9 @@ def _sigma_delta_model() -> nn.Sequential:
 def test_the_verb_and_the_registry_class_compile_the_same_network(chip, options, build):
     model, x = build(), _counts()
     package = importlib.import_module(f"hybridai.neuromorphic.{chip}")
-    by_verb = package.compile(model, calibration=x, **options).run(x)
-    by_class = registry.get(chip, **options).compile(model, calibration=x).run(x)
+    calibration = x if chip != "loihi2" else None  # loihi2 quantizes from the model alone: it refuses a batch
+    by_verb = package.compile(model, calibration=calibration, **options).run(x)
+    by_class = registry.get(chip, **options).compile(model, calibration=calibration).run(x)
     assert torch.equal(by_verb.outputs, by_class.outputs)
     assert by_verb.layers == by_class.layers
 

@@ -90,3 +90,8 @@ def test_minimal_backends_in_a_model(minimal):
     report = hybridai.deploy(spiking, "minimal-chip").report(spikes)
     assert report.agreement["spike agreement"] > 0.9  # 8-bit weights: nearly every spike as in float
     assert report.run.layers[0].synaptic_ops == int(spikes.sum()) * 8  # each input spike reaches 8 neurons
+    # a chip that declares it takes no calibration batch: deploy refuses one before compiling, compile too
+    with pytest.raises(hybridai.HybridAIError, match=r"calibration=.*chip 'minimal-chip' quantizes from the model"):
+        hybridai.deploy(spiking, "minimal-chip", calibration=spikes)
+    with pytest.raises(hybridai.HybridAIError, match=r"calibration='Tensor' is not valid; accepted: None"):
+        backends.get("minimal-chip").compile(spiking, calibration=spikes)

@@ -15,6 +15,7 @@ from torch import nn
 
 import hybridai
 from hybridai.cli import main
+from hybridai.spiking import SigmaDelta
 
 
 def _snn() -> nn.Sequential:
@@ -218,6 +219,26 @@ def test_float_data_on_loihi_blames_data_not_calibration(files):
         "--calibration", str(d / "float.pt"),
     )  # fmt: skip
     assert code == 2 and "error: calibration=" in text
+
+
+def test_loihi2_reports_without_a_calibration_batch_and_refuses_one_given(tmp_path):
+    """loihi2 quantizes from the model alone: DATA's x does not calibrate it, and a --calibration file is refused
+    by name, not ignored (the route the refusal gives, no --calibration, is the first run)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        SigmaDelta(threshold=0.05, scale=2**-6, input="value"), nn.Linear(6, 5, bias=False),
+        SigmaDelta(threshold=0.03, scale=2**-7, features=5), nn.Linear(5, 3, bias=False),
+        hybridai.SpikeCountDecoder(),
+    )  # fmt: skip
+    torch.save(model, tmp_path / "model.pt")
+    torch.save(torch.rand(10, 4, 6, generator=torch.Generator().manual_seed(2)), tmp_path / "x.pt")
+    code, text = _run("deploy-report", str(tmp_path / "model.pt"), str(tmp_path / "x.pt"), "--backend", "loihi2")
+    assert code == 0 and "prediction agreement" in text, text
+    code, text = _run(
+        "deploy-report", str(tmp_path / "model.pt"), str(tmp_path / "x.pt"), "--backend", "loihi2",
+        "--calibration", str(tmp_path / "x.pt"),
+    )  # fmt: skip
+    assert code == 2 and "error: calibration=" in text and "chip 'loihi2' quantizes from the model alone" in text
 
 
 def test_a_saved_model_of_hybridai_layers_loads_safely_and_computes_the_same(tmp_path):

@@ -20,9 +20,11 @@ class MinimalChip(ChipCompiler):
 
     @property
     def capabilities(self):
-        return ChipCapabilities(bit_exact=False, devices=("cpu",))
+        return ChipCapabilities(bit_exact=False, devices=("cpu",), takes_calibration=False)
 
-    def compile(self, model, *, calibration=None):  # rounding needs no calibration batch
+    def compile(self, model, *, calibration=None):
+        if calibration is not None:  # rounding needs no calibration batch: refused, not ignored
+            raise invalid("calibration", type(calibration).__name__, "None (this chip rounds the model's weights)")
         if not isinstance(model, nn.Sequential):
             raise invalid("model", type(model).__name__, "an nn.Sequential of (Linear, LIF) pairs")
         for i, layer in enumerate(model):

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from hybridai.core.capabilities import ChipCapabilities
 from hybridai.core.contracts import ChipCompiler
+from hybridai.core.errors import described, invalid
 from hybridai.neuromorphic.fixed_point import check_device, check_emulator
 
 if TYPE_CHECKING:
@@ -36,10 +37,12 @@ def compile(  # noqa: A001  (the chip compiler's verb)
 ) -> Loihi2Network:
     """Quantize ``model`` to Loihi 2 registers (``plan.plan``) and return the runnable ``Loihi2Network`` on
     ``device`` (``"cpu"``, or a CUDA device this machine has; anything else is refused by name).
-    ``calibration`` is not needed (the grids are the model's own) and is ignored."""
+    ``calibration``: None; the grids are the model's own, so a calibration batch is refused, not ignored."""
     from hybridai.neuromorphic.loihi2.network import Loihi2Network
     from hybridai.neuromorphic.loihi2.plan import plan
 
+    if calibration is not None:
+        raise invalid("calibration", described(calibration), "None on loihi2 (it quantizes from the model alone)")
     device = check_device(device)
     planned = plan(model)
     return Loihi2Network(planned.stages, planned.decoder, planned.width, device)
@@ -63,6 +66,7 @@ class Loihi2Backend(ChipCompiler):
             layers=ACCEPTS,
             takes=SUPPORTED,
             event_word="graded messages",
+            takes_calibration=False,
             extra={
                 "input": "the float model's input [T, B, F] or [T, B, C, H, W]; the host sends integer deltas",
                 "messages": "graded: one event per non-zero integer payload",
@@ -71,5 +75,5 @@ class Loihi2Backend(ChipCompiler):
         )
 
     def compile(self, model: Any, *, calibration: Any = None) -> Loihi2Network:
-        """``loihi2.compile(model, device=...)`` with this backend's device; ``calibration`` is ignored."""
+        """``loihi2.compile(model, device=...)`` with this backend's device (a calibration batch is refused)."""
         return compile(model, calibration=calibration, device=self.device)
