@@ -2,32 +2,32 @@
 
 Sections (``--sections``; all by default):
 
-* ``throughput``: samples per second of hybrid models trained with ``hybridai.training.fit`` (Adam,
-  cross-entropy) on scikit-learn's digits, in one process against two processes (``torch.multiprocessing``
-  spawn, gloo, DistributedDataParallel via ``distributed.wrap``, ``DistributedSampler``) with the same global
-  batch (samples per optimizer step) and the same shuffled order, so both do the same work (the training
-  losses agree). ``--models``: ``demo`` (``hybridai.demo.hybrid_model``: Linear 64->n, Tanh, n-qubit
-  statevector circuit, Linear n->10; ``--qubits``, ``--batch``) and ``sel10`` (compute-bound: Linear 64->10,
-  Tanh, angle embedding and 2 ``StronglyEntanglingLayers`` on 10 qubits, statevector, Linear 10->10; global
-  batch 256). Every setup runs in fresh spawned processes with a fixed number of torch threads each
-  (``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` the same); one process with as many threads as the two processes have
-  together is the other single-process baseline on the same cores. Two more setups say what bounds the ratio: two
-  processes that exchange nothing (each trains its own copy on its half of every global batch: the most two
-  processes give on this machine at that moment) and one process on half the global batch (one rank's work alone:
-  twice its speed is what two processes would give on two idle cores with a free exchange; below 2x by the work a
-  step repeats whatever its batch). Time: median over ``--repeats`` rounds of about ``--samples`` samples each
-  (whole epochs), after one warm-up epoch; a setup stops after 10 s of timed rounds (the rounds column says how
-  many ran). A model's setups run one after the other ``--passes`` times (a machine that slows down for a while
-  slows every setup of a pass alike); each pass gives its own ratios, the median is reported with the passes'
-  values, and what two processes lose per global batch is split into the work each rank repeats, what the
-  processes cost each other on the machine and the gradient exchange. From every pass's one-process time per
-  global batch ``t1`` and two-process time ``t2`` the overhead ``c = t2 - t1 / 2`` is estimated, and with it the
-  step time from which two processes give at least 1.5x (``t1 >= 6 c``). ``--allocators``: the setups run under
-  each of glibc's malloc as it comes (``glibc``) and glibc told to keep freed memory (``kept``:
-  ``MALLOC_TOP_PAD_`` and ``MALLOC_TRIM_THRESHOLD_`` in the spawned processes' environment): as it comes, glibc
-  hands the states a step frees back to the kernel and faults them in again the next step (hundreds to
-  thousands of page faults per step at 10 qubits, batch 128-256), which slows every step by a varying amount; a
-  synchronous data-parallel step waits for the slower rank, so the variation costs twice.
+* ``throughput``: samples per second of hybrid models trained (Adam, cross-entropy, the same plain loop in every
+  setup) on scikit-learn's digits, in one process against two processes (``torch.multiprocessing`` spawn, gloo,
+  DistributedDataParallel via ``distributed.wrap``, ``DistributedSampler``) with the same global batch (samples
+  per optimizer step) and the same shuffled order, so both do the same work (the training losses agree).
+  ``--models``: ``demo`` (``hybridai.demo.hybrid_model``: Linear 64->n, Tanh, n-qubit statevector circuit,
+  Linear n->10; ``--qubits``, ``--batch``) and ``sel10`` (compute-bound: Linear 64->10, Tanh, angle embedding
+  and 2 ``StronglyEntanglingLayers`` on 10 qubits, statevector, Linear 10->10; global batch 256). One process
+  with as many torch threads as the two processes have together is the other single-process baseline on the
+  same cores. Two more setups say what bounds the ratio: two processes that exchange nothing (each trains its
+  own copy on its half of every global batch: the most two processes give on this machine at that moment) and
+  one process on half the global batch (one rank's work alone: twice its speed is what two processes would give
+  on two idle cores with a free exchange; below 2x by the work a step repeats whatever its batch). Every setup
+  of a model lives in the same two spawned processes (one torch thread each; a one-process setup runs on rank 0
+  while rank 1 sleeps at a barrier) and trains a warm-up epoch; then ``--cycles`` cycles each run one timed round
+  of about ``--samples`` samples (whole epochs) of every setup, in an order rotated every cycle. A machine whose
+  speed drifts (a shared host) slows the rounds of one cycle alike, so each cycle gives its own ratios; the
+  medians are reported with the cycles' values, and what two processes lose per global batch is split into the
+  work each rank repeats, what the processes cost each other on the machine and the gradient exchange. From
+  every cycle's one-process time per global batch ``t1`` and two-process time ``t2`` the overhead
+  ``c = t2 - t1 / 2`` is estimated, and with it the step time from which two processes give at least 1.5x
+  (``t1 >= 6 c``). ``--allocators``: the setups run under each of glibc's malloc as it comes (``glibc``) and
+  glibc told to keep freed memory (``kept``: ``MALLOC_TOP_PAD_`` and ``MALLOC_TRIM_THRESHOLD_`` in the spawned
+  processes' environment): as it comes, glibc hands the states a step frees back to the kernel and faults them in
+  again the next step (hundreds to thousands of page faults per step at 10 qubits, batch 128-256), which slows
+  every step by a varying amount; a synchronous data-parallel step waits for the slower rank, so the variation
+  costs twice.
 
 * ``memory``: what gradient checkpointing (``recompute_steps=K``) saves on a long spiking
   sequence: T=1000 steps, batch 32, 512 neurons, forward + backward of ``spikes.sum()`` for
@@ -40,8 +40,8 @@ Sections (``--sections``; all by default):
   process's peak resident set (``ru_maxrss``; the step is the process's first full-size one)
   and the step time; the ratio is without / with.
 
-    python benchmarks/scale.py [--sections throughput] [--models demo sel10] [--qubits 6] [--batch 64 256] [--passes 3]
-        [--samples 10000] [--repeats 3] [--allocators glibc kept]
+    python benchmarks/scale.py [--sections throughput] [--models demo sel10] [--qubits 6] [--batch 64 256] [--cycles 10]
+        [--samples 10000] [--allocators glibc kept]
 
     bench-args: --sections throughput memory
     bench-args: --sections throughput --models sel10 --allocators glibc kept
@@ -58,6 +58,7 @@ import socket
 import statistics
 import tempfile
 import time
+from typing import Any
 
 import torch
 from machine import cpu_model
@@ -83,7 +84,6 @@ SETUPS = {  # name: (processes, torch threads each, gradients exchanged, one pro
 }
 MODELS = ("demo", "sel10")
 SEL10_BATCH = 256  # the compute-bound model's global batch
-ROUNDS_BUDGET_S = 10.0  # throughput: no further timed rounds once this much time is spent (a loaded box)
 
 
 # ----------------------------------------------------------------- throughput
@@ -100,61 +100,90 @@ def _sel10_model() -> torch.nn.Module:
     return nn.Sequential(nn.Linear(64, 10), nn.Tanh(), quantum, nn.Linear(10, 10))
 
 
-def _throughput_worker(rank: int, world: int, port: int, threads: int, settings: dict, out: str) -> None:
-    """One rank: fit the model for a warm-up epoch, then ``repeats`` timed rounds; rank 0 writes JSON."""
-    from torch import nn
-    from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+def _setup(name: str, dataset: torch.utils.data.Dataset, settings: dict) -> tuple:
+    """``(model, optimizer, loader)`` of one setup, built alike on both ranks from seed 0: DDP (``distributed.wrap``)
+    for ``TWO``; a plain copy per rank on its shard for ``APART``; for the one-process setups a plain model and
+    one loader of the global batch (or half of it) in the same shuffled order as the two ranks' samplers together."""
+    from torch.utils.data import DataLoader, DistributedSampler
 
-    from hybridai.demo import digits_split, hybrid_model
-    from hybridai.training import distributed, fit
+    from hybridai.demo import hybrid_model
+    from hybridai.training import distributed
 
-    torch.set_num_threads(threads)
-    if world > 1:
-        os.environ.update(
-            RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
-        )
-        distributed.init_from_env(backend="gloo", timeout=300)
-    x, y, _, _ = digits_split(0)
-    usable = len(x) // settings["batch"] * settings["batch"]  # whole global batches: identical work for any world
-    dataset = TensorDataset(x[:usable], y[:usable])
+    processes, _, exchange, half = SETUPS[name]
     torch.manual_seed(0)
     model = _sel10_model() if settings["model"] == "sel10" else hybrid_model(settings["qubits"])
-    if settings["exchange"]:  # independent ranks: no DDP, each trains its own copy on its shard
-        model = distributed.wrap(model)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    if world > 1:
-        loader = distributed.distributed_loader(dataset, settings["batch"] // world, shuffle=True, seed=0)
-    else:  # the same shuffled order as the ranks' samplers together
+    if processes == 2:
+        model = distributed.wrap(model) if exchange else model
+        loader = distributed.distributed_loader(dataset, settings["batch"] // 2, shuffle=True, seed=0)
+    else:
         sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, seed=0)
-        loader = DataLoader(dataset, batch_size=settings["per_rank_batch"], sampler=sampler)
-    loss = nn.CrossEntropyLoss()
-    history = fit(model, loader, None, loss, optimizer, 1, progress=False)  # warm-up: tapes, allocator, gloo
+        loader = DataLoader(dataset, batch_size=settings["batch"] // 2 if half else settings["batch"], sampler=sampler)
+    return model, torch.optim.Adam(model.parameters(), lr=0.01), loader
+
+
+def _train(model: torch.nn.Module, loader: Any, optimizer: Any, epochs: int, first: int) -> tuple[float, int]:
+    """``epochs`` epochs from epoch ``first`` (the samplers' shuffles); the summed loss x samples and the samples."""
+    loss_fn = torch.nn.CrossEntropyLoss()
+    losses, samples = [], 0
+    for epoch in range(first, first + epochs):
+        loader.sampler.set_epoch(epoch)
+        for x, y in loader:
+            loss = loss_fn(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.detach() * len(x))
+            samples += len(x)
+    return float(torch.stack(losses).sum()), samples
+
+
+def _throughput_worker(rank: int, port: int, settings: dict, out: str) -> None:
+    """One of two processes holding every setup: a warm-up epoch of each, then ``cycles`` cycles of one timed
+    round per setup, in an order rotated every cycle; a one-process setup runs on rank 0 while rank 1 waits at a
+    barrier (asleep). Rank 0 writes one row per setup and cycle."""
+    from torch.utils.data import TensorDataset
+
+    from hybridai.demo import digits_split
+    from hybridai.training import distributed
+
+    torch.set_num_threads(1)
+    os.environ.update(
+        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
+    )
+    distributed.init_from_env(backend="gloo", timeout=300)
+    x, y, _, _ = digits_split(0)
+    usable = len(x) // settings["batch"] * settings["batch"]  # whole global batches: identical work in every setup
+    dataset = TensorDataset(x[:usable], y[:usable])
     epochs = max(1, round(settings["samples"] / usable))
-    times, faults = [], 0
-    for _ in range(settings["repeats"]):
-        if world > 1:
+    runs = {name: _setup(name, dataset, settings) for name in SETUPS}
+    names, rows = list(SETUPS), []
+    for cycle in range(-1, settings["cycles"]):  # cycle -1: the warm-up epoch (tapes, plans, allocator, sockets)
+        for name in names[cycle % len(names) :] + names[: cycle % len(names)]:
+            processes, threads, _, _ = SETUPS[name]
+            model, optimizer, loader = runs[name]
+            rounds = 1 if cycle < 0 else epochs
             torch.distributed.barrier()
-        faults -= resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        start = time.perf_counter()
-        history = fit(model, loader, None, loss, optimizer, epochs, progress=False)
-        times.append(time.perf_counter() - start)
-        faults += resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        if len(times) == 1:
-            first_round_loss = history[-1]["train_loss"]
-        if distributed.all_reduce_sum([sum(times) > ROUNDS_BUDGET_S])[0]:  # every rank stops together
-            break
+            if rank < processes:
+                torch.set_num_threads(threads)
+                faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                start = time.perf_counter()
+                total, samples = _train(model, loader, optimizer, rounds, 0 if cycle < 0 else 1 + cycle * epochs)
+                seconds = time.perf_counter() - start
+                faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+                torch.set_num_threads(1)
+                if processes == 2:  # the loss of the global batches
+                    total, samples = distributed.all_reduce_sum([total, samples])
+                steps = len(loader) * rounds  # of this rank's own
+                global_batches = samples / settings["batch"]
+                if rank == 0 and cycle >= 0:
+                    rows.append({"setup": name, "cycle": cycle, "epochs": epochs, "seconds": seconds,
+                                 "samples_per_s": samples / seconds, "step_ms": 1e3 * seconds / global_batches,
+                                 "faults": faults / steps, "loss": total / samples})  # fmt: skip
+            torch.distributed.barrier()
     if rank == 0:
-        samples = len(loader.sampler) * world * epochs
-        seconds = statistics.median(times)
-        steps = len(loader) * epochs  # of per_rank_batch samples on each rank
-        result = {"seconds": seconds, "epochs": epochs, "rounds": len(times), "samples_per_s": samples / seconds}
-        result["step_ms"] = 1e3 * seconds / steps * settings["batch"] / (settings["per_rank_batch"] * world)
-        result["faults"] = faults / (steps * len(times))  # rank 0's page faults per step of its own
-        result["loss"] = first_round_loss  # the same work gives the same loss in every setup
         with open(out, "w") as f:
-            json.dump(result, f)
-    if world > 1:
-        torch.distributed.destroy_process_group()
+            json.dump(rows, f)
+    torch.distributed.destroy_process_group()
 
 
 def _free_port() -> int:
@@ -167,54 +196,48 @@ def throughput(
     qubits: int = 6,
     batches: tuple[int, ...] = (64, 256),
     samples: int = 10000,
-    repeats: int = 3,
     models: tuple[str, ...] = MODELS,
-    passes: int = 3,
+    cycles: int = 10,
     allocators: tuple[str, ...] = ("glibc",),
 ) -> list[dict]:
-    """Rows ``{model, allocator, setup, processes, threads, batch, per_rank_batch, pass, epochs, seconds, step_ms,
-    samples_per_s, faults, loss}``, one per setup, allocator (a key of ``ALLOCATORS``) and pass; ``faults``: rank 0's
-    minor page faults per optimizer step.
+    """Rows ``{model, allocator, setup, processes, threads, batch, per_rank_batch, cycle, epochs, seconds, step_ms,
+    samples_per_s, faults, loss}``, one per setup, allocator (a key of ``ALLOCATORS``) and cycle; ``faults``: rank
+    0's minor page faults per optimizer step of its own; ``loss``: the round's mean training loss.
 
     ``batches``: global batch sizes of the demo model (samples per optimizer step, split over the processes;
     ``sel10`` trains with ``SEL10_BATCH``); ``samples``: about how many training samples one timed round
     processes (whole epochs); ``step_ms``: milliseconds per global batch of samples (per optimizer step, but for
-    ``HALF``, which takes two steps per global batch). ``passes``: the setups of a model
-    run one after the other this many times (interleaved: a machine that slows down for a while slows every setup
-    of a pass alike), and each pass gives its own ratios.
+    ``HALF``, which takes two steps per global batch). All setups of a model, batch and allocator run in the same
+    two spawned processes, ``cycles`` times interleaved: a machine that slows down for a while slows the rounds
+    of one cycle alike, and each cycle gives its own ratios.
     """
-    runs = [(m, b) for m in models for b in (batches if m == "demo" else (SEL10_BATCH,))]
     rows = []
-    cases = ((r, p, a, s) for r in runs for p in range(passes) for a in allocators for s in SETUPS)
-    for (model, batch), done, allocator, setup in cases:
-        processes, threads, exchange, half = SETUPS[setup]
-        per_rank = batch // 2 if half or processes == 2 else batch
-        settings = {"model": model, "qubits": qubits, "batch": batch, "samples": samples, "repeats": repeats}
-        settings |= {"per_rank_batch": per_rank, "exchange": exchange}
-        saved = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *ALLOCATORS["kept"])}
-        os.environ.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))  # the spawned processes'
-        os.environ.update(ALLOCATORS[allocator])
-        try:
-            result = _spawn(processes, threads, settings)
-        finally:
-            for name, value in saved.items():
-                os.environ.pop(name, None) if value is None else os.environ.update({name: value})
-        rows.append(
-            {"model": model, "allocator": allocator, "setup": setup, "processes": processes, "threads": threads}
-            | {"batch": batch, "per_rank_batch": per_rank, "pass": done}
-            | result
-        )
+    for model in models:
+        for batch in batches if model == "demo" else (SEL10_BATCH,):
+            for allocator in allocators:
+                settings = {"model": model, "qubits": qubits, "batch": batch, "samples": samples, "cycles": cycles}
+                saved = {name: os.environ.get(name) for name in ALLOCATORS["kept"]}
+                os.environ.update(ALLOCATORS[allocator])  # the spawned processes' environment
+                try:
+                    measured = _spawn(settings)
+                finally:
+                    for name, value in saved.items():
+                        os.environ.pop(name, None) if value is None else os.environ.update({name: value})
+                for row in measured:
+                    processes, threads, _, half = SETUPS[row["setup"]]
+                    per_rank = batch // 2 if half or processes == 2 else batch
+                    rows.append({"model": model, "allocator": allocator, "processes": processes, "threads": threads,
+                                 "batch": batch, "per_rank_batch": per_rank} | row)  # fmt: skip
     return rows
 
 
-def _spawn(processes: int, threads: int, settings: dict) -> dict:
-    """What rank 0 of ``processes`` freshly spawned processes reports."""
+def _spawn(settings: dict) -> list[dict]:
+    """The rows rank 0 of two freshly spawned processes reports."""
     import torch.multiprocessing as mp
 
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "result.json")
-        args = (processes, _free_port(), threads, settings, out)
-        mp.spawn(_throughput_worker, args=args, nprocs=processes, join=True, start_method="spawn")
+        mp.spawn(_throughput_worker, args=(_free_port(), settings, out), nprocs=2, join=True, start_method="spawn")
         with open(out) as f:
             return json.load(f)
 
@@ -230,30 +253,30 @@ def label(key: tuple[str, int, str]) -> str:
 
 
 def ratios(rows: list[dict], key: tuple, of: str = TWO, over: str = ONE) -> list[float]:
-    """Per pass: samples per second of the setup ``of`` over those of the setup ``over`` (keys of ``SETUPS``);
+    """Per cycle: samples per second of the setup ``of`` over those of the setup ``over`` (keys of ``SETUPS``);
     ``2 * HALF / ONE``: what two processes would give if each ran its half of the batch as fast as one process
     runs it alone and nothing were exchanged."""
     ours = [r for r in rows if group(r) == key]
-    speed = {(r["pass"], r["setup"]): r["samples_per_s"] for r in ours}
+    speed = {(r["cycle"], r["setup"]): r["samples_per_s"] for r in ours}
     factor = 2 if of == HALF else 1
-    return [factor * speed[(p, of)] / speed[(p, over)] for p in sorted({r["pass"] for r in ours})]
+    return [factor * speed[(c, of)] / speed[(c, over)] for c in sorted({r["cycle"] for r in ours})]
 
 
 def step_times(rows: list[dict]) -> dict[tuple, dict[str, float]]:
-    """Per (``group``, pass): the ms per global batch of every setup."""
+    """Per (``group``, cycle): the ms per global batch of every setup."""
     times: dict[tuple, dict[str, float]] = {}
     for r in rows:
-        times.setdefault((group(r), r["pass"]), {})[r["setup"]] = r["step_ms"]
+        times.setdefault((group(r), r["cycle"]), {})[r["setup"]] = r["step_ms"]
     return times
 
 
 def where_time_goes(rows: list[dict], key: tuple) -> str:
-    """A sentence from one model's rows: the medians over passes of what two processes lose per global batch
+    """A sentence from one model's rows: the medians over cycles of what two processes lose per global batch
     against half the one-process time ``t1 / 2``, in three parts that add up to ``t2 - t1 / 2``: the work every
     rank repeats whatever its batch (``th - t1 / 2``, ``th`` the one-process step time on half the batch), what the
     two processes cost each other on this machine (``ta - th``, ``ta`` the step time of two processes that
     exchange nothing) and the gradient exchange with the ranks' lock-step (``t2 - ta``). Each is the median of its
-    own values over the passes, so the medians need not add up."""
+    own values over the cycles, so the medians need not add up."""
     parts: dict[str, list[float]] = {"one": [], "repeated": [], "machine": [], "exchange": [], "total": []}
     for ms in (ms for (group_, _), ms in step_times(rows).items() if group_ == key):
         t1, th, ta, t2 = ms[ONE], ms[HALF] / 2, ms[APART], ms[TWO]
@@ -264,8 +287,8 @@ def where_time_goes(rows: list[dict], key: tuple) -> str:
     m = {name: statistics.median(values) for name, values in parts.items()}
     t1 = m["one"]
     return (
-        f"{label(key)}, ms per global batch (medians over passes): one process {t1:.1f} (so {t1 / 2:.1f} "
-        f"ideally on two); two processes lose {m['total']:.1f} (each number a median of its own over the passes): "
+        f"{label(key)}, ms per global batch (medians over cycles): one process {t1:.1f} (so {t1 / 2:.1f} "
+        f"ideally on two); two processes lose {m['total']:.1f} (each number a median of its own over the cycles): "
         f"{m['repeated']:.1f} to the work each rank repeats "
         f"whatever its batch (one process on half the batch against half of t1), {m['machine']:.1f} to each other "
         f"on this machine (two processes that exchange nothing against one alone on half the batch) and "
@@ -275,8 +298,8 @@ def where_time_goes(rows: list[dict], key: tuple) -> str:
 
 def pays_off(rows: list[dict]) -> str:
     """A sentence from ``rows``: the per-step overhead ``c = t2 - t1 / 2`` two processes add (``t1``, ``t2``: one
-    and two processes' ms per global batch in the same pass; the median over models, batches, allocators and
-    passes) and the one-process step time ``6 c`` from which two processes give at least 1.5x the samples per
+    and two processes' ms per global batch in the same cycle; the median over models, batches, allocators and
+    cycles) and the one-process step time ``6 c`` from which two processes give at least 1.5x the samples per
     second of one."""
     overheads = [ms[TWO] - ms[ONE] / 2 for ms in step_times(rows).values()]
     c = statistics.median(overheads)
@@ -294,51 +317,50 @@ def pays_off(rows: list[dict]) -> str:
 
 
 def summarize(rows: list[dict]) -> list[dict]:
-    """One row per model, batch and setup: the medians over passes of samples per second, step and round times,
-    the rounds of all passes, the first pass's loss."""
+    """One row per model, batch and setup: the medians over cycles of samples per second, step and round times and
+    page faults, the loss of the first cycle's round."""
     out = []
     for key in dict.fromkeys((group(r), r["setup"]) for r in rows):
         same = [r for r in rows if (group(r), r["setup"]) == key]
         row = dict(same[0])
         for name in ("samples_per_s", "step_ms", "seconds", "faults"):
             row[name] = statistics.median(r[name] for r in same)
-        row["rounds"] = sum(r["rounds"] for r in same)
-        row["passes"] = len(same)
+        row["cycles"] = len(same)
         out.append(row)
     return out
 
 
 def print_throughput(rows: list[dict], settings: dict) -> None:
     print(
-        f"\nthroughput: about {settings['samples']} samples per round, median of up to {settings['repeats']} rounds, "
-        f"torch {torch.__version__}, {os.cpu_count()} CPU cores, CPU: {cpu_model()}"
+        f"\nthroughput: about {settings['samples']} samples per round, torch {torch.__version__}, {os.cpu_count()} "
+        f"CPU cores, CPU: {cpu_model()}"
     )
     print(
         f"models: demo = hybridai.demo.hybrid_model({settings['qubits']}) (statevector); sel10 = Linear 64->10, "
         "Tanh, 10-qubit angle embedding + 2 StronglyEntanglingLayers (statevector), Linear 10->10"
     )
     print(
-        f"each model's {len(SETUPS)} setups run one after the other, {settings['passes']} passes; samples / s, ms / "
-        "global batch, seconds / round and page faults / step (minor faults of rank 0 per optimizer step of its own): "
-        "medians over the passes; rounds: all passes"
+        f"each model's {len(SETUPS)} setups run in the same two processes, one round each per cycle, "
+        f"{settings['cycles']} cycles; samples / s, ms / global batch, seconds / round and page faults / step (minor "
+        "faults of rank 0 per optimizer step of its own): medians over the cycles"
     )
     kept = " ".join(f"{name}={value}" for name, value in ALLOCATORS["kept"].items())
     print(f"allocator: glibc = glibc's malloc as it comes; kept = the processes started with {kept}")
     print("| model | global batch | allocator | setup | torch threads per process | batch per rank | epochs / round | "
-          "rounds | samples / s | ms / global batch | seconds / round | page faults / step | "
-          "train loss after round 1 |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "samples / s | ms / global batch | seconds / round | page faults / step | "
+          "train loss, first round |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in summarize(rows):
         print(
             f"| {row['model']} | {row['batch']} | {row['allocator']} | {row['setup']} | {row['threads']} | "
             f"{row['per_rank_batch']} | "
-            f"{row['epochs']} | {row['rounds']} | {row['samples_per_s']:.0f} | {row['step_ms']:.2f} | "
+            f"{row['epochs']} | {row['samples_per_s']:.0f} | {row['step_ms']:.2f} | "
             f"{row['seconds']:.2f} | {row['faults']:.0f} | {row['loss']:.5f} |"
         )
     print()
 
     def shown(values: list[float]) -> str:
-        return f"{statistics.median(values):.2f}x (passes: {', '.join(f'{r:.2f}' for r in values)})"
+        return f"{statistics.median(values):.2f}x (cycles: {', '.join(f'{r:.2f}' for r in values)})"
 
     for key in dict.fromkeys(map(group, rows)):
         print(f"{label(key)}, samples per second of {TWO} / {ONE} = {shown(ratios(rows, key))}, "
@@ -491,8 +513,8 @@ def main() -> None:
     parser.add_argument("--qubits", type=int, default=6, help="throughput: qubits of the demo model")
     parser.add_argument("--batch", type=int, nargs="+", default=[64, 256], help="throughput: demo global batches")
     parser.add_argument("--samples", type=int, default=10000, help="throughput: samples per timed round (about)")
-    parser.add_argument("--repeats", type=int, default=3, help="throughput: timed rounds (median)")
-    parser.add_argument("--passes", type=int, default=3, help="throughput: interleaved passes over the setups")
+    parser.add_argument("--cycles", type=int, default=10, help="throughput: interleaved rounds of every setup")
+    parser.add_argument("--repeats", type=int, default=3, help="memory: timed steps (median)")
     parser.add_argument(
         "--allocators", nargs="+", choices=ALLOCATORS, default=["glibc"], help="throughput: malloc settings"
     )
@@ -503,7 +525,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="memory: torch threads")
     args = parser.parse_args()
     if "throughput" in args.sections:
-        settings = {"qubits": args.qubits, "samples": args.samples, "repeats": args.repeats, "passes": args.passes}
+        settings = {"qubits": args.qubits, "samples": args.samples, "cycles": args.cycles}
         rows = throughput(
             batches=tuple(args.batch), models=tuple(args.models), allocators=tuple(args.allocators), **settings
         )
