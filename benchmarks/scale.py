@@ -325,7 +325,6 @@ def summarize(rows: list[dict]) -> list[dict]:
         row = dict(same[0])
         for name in ("samples_per_s", "step_ms", "seconds", "faults"):
             row[name] = statistics.median(r[name] for r in same)
-        row["cycles"] = len(same)
         out.append(row)
     return out
 

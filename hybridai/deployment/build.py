@@ -63,15 +63,18 @@ def build(
             argument = ARGUMENTS.get(domain, domain)
             what = f"spiking layers (kinds {', '.join(SPIKING)})" if domain == "spiking" else f"{domain} layers"
             raise invalid(argument, getattr(backends[domain], "name", given), f"None: the model has no {what}")
-    on_chip = isinstance(spiking, ChipCompiler)
+    chip_compiler = spiking if isinstance(spiking, ChipCompiler) else None
+    on_chip = chip_compiler is not None
     if energy is not None and not on_chip:
         raise invalid("energy", "a dict", "None when no spiking segment runs on a chip (chip='loihi', ...)")
-    chip_energy = energy_model(spiking.family, energy) if isinstance(spiking, ChipCompiler) else None
-    if calibration is not None and not takes_calibration(spiking):
-        chip_name = spiking.name if isinstance(spiking, ChipCompiler) else None
-        why = f"chip {chip_name!r} quantizes from the model alone" if chip_name else "no segment runs on a chip"
-        accepted = f"None: {why} (a calibration batch is for chips that take one, such as loihi, nengo, akida)"
-        raise invalid("calibration", described(calibration), accepted)
+    chip_energy = energy_model(chip_compiler.family, energy) if chip_compiler else None
+    if calibration is not None and not (chip_compiler and chip_compiler.capabilities.takes_calibration):
+        why = (
+            f"chip {chip_compiler.name!r} quantizes from the model alone"
+            if chip_compiler
+            else "no segment runs on a chip"
+        )
+        raise invalid("calibration", described(calibration), f"None: {why}")
     cuts = None  # the float model's tensors at the chip segments' cuts, run as far as the last chip segment
     if calibration is not None and on_chip:
         last_chip = max(i for i, s in enumerate(segments) if s.domain == "spiking")
@@ -105,6 +108,8 @@ def takes_calibration(chip: str | Backend | None, options: Mapping[str, Any] | N
     """Whether ``chip`` (a name with its ``options``, a backend, or None for none) quantizes with a calibration
     batch, so that ``deploy(..., chip=chip, calibration=x)`` takes one; True when the name or the options are not
     valid, for ``deploy`` to refuse those by name."""
+    if options is not None and not isinstance(options, Mapping):
+        raise invalid("options", type(options).__name__, "a dict of the chip's options, or None")
     if chip is None:
         return False
     try:

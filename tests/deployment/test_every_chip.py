@@ -154,6 +154,18 @@ def test_a_calibration_batch_is_refused_where_nothing_would_use_it():
         hybridai.deploy(model, chip="torch", quantum="statevector", calibration=x)
     with pytest.raises(ConfigError, match=r"calibration=.*accepted: None: no segment runs on a chip"):
         hybridai.deploy(nn.Sequential(*quantum_tail(4)), quantum="statevector", calibration=torch.zeros(2, 4))
+    # the route the refusals give, None, with the same models: they deploy and run
+    with torch.no_grad():
+        expected = model(x)
+    on_chip = hybridai.deploy(model, chip="loihi2", quantum="statevector").run(x)
+    assert on_chip.shape == expected.shape and torch.isfinite(on_chip).all()
+    assert torch.equal(hybridai.deploy(front, "loihi2").run(x), loihi2.compile(front).run(x).outputs)
+    torch.testing.assert_close(hybridai.deploy(model, chip="torch", quantum="statevector").run(x), expected)
+    tail = nn.Sequential(*quantum_tail(4))
+    with torch.no_grad():
+        torch.testing.assert_close(
+            hybridai.deploy(tail, quantum="statevector").run(torch.ones(2, 4)), tail(torch.ones(2, 4))
+        )
 
 
 @pytest.mark.parametrize(
@@ -165,6 +177,8 @@ def test_takes_calibration_says_which_chips_deploy_gives_a_calibration_batch(chi
     from hybridai.deployment.build import takes_calibration
 
     assert takes_calibration(chip) is takes  # an unknown name: True, for deploy to refuse the name itself
+    with pytest.raises(ConfigError, match=r"options='int' is not valid; accepted: a dict"):
+        takes_calibration(chip, 3)
 
 
 def test_the_sigma_delta_model_in_torch_is_the_float_model():
