@@ -8,7 +8,10 @@ Sections (``--sections``; all by default):
   per optimizer step) and the same shuffled order, so both do the same work (the training losses agree).
   ``--models``: ``demo`` (``hybridai.demo.hybrid_model``: Linear 64->n, Tanh, n-qubit statevector circuit,
   Linear n->10; ``--qubits``, ``--batch``) and ``sel10`` (compute-bound: Linear 64->10, Tanh, angle embedding
-  and 2 ``StronglyEntanglingLayers`` on 10 qubits, statevector, Linear 10->10; global batch 256). One process
+  and 2 ``StronglyEntanglingLayers`` on 10 qubits, statevector, Linear 10->10; global batch 256) beside ``cnn``, its
+  control without hybridai (plain PyTorch: three 3x3 convolutions of 24 channels on the 8x8 digits, Tanh, Linear
+  to 10; global batch 256; a one-process step about as long as ``sel10``'s): what data-parallel PyTorch alone
+  gives on this machine for a step of that length. One process
   with as many torch threads as the two processes have together is the other single-process baseline on the
   same cores. Two more setups say what bounds the ratio: two processes that exchange nothing (each trains its
   own copy on its half of every global batch: the most two processes give on this machine at that moment) and
@@ -40,11 +43,11 @@ Sections (``--sections``; all by default):
   process's peak resident set (``ru_maxrss``; the step is the process's first full-size one)
   and the step time; the ratio is without / with.
 
-    python benchmarks/scale.py [--sections throughput] [--models demo sel10] [--qubits 6] [--batch 64 256] [--cycles 10]
-        [--samples 10000] [--allocators glibc kept]
+    python benchmarks/scale.py [--sections throughput] [--models demo sel10 cnn] [--qubits 6] [--batch 64 256]
+        [--cycles 10] [--samples 10000] [--allocators glibc kept]
 
     bench-args: --sections throughput memory
-    bench-args: --sections throughput --models sel10 --allocators glibc kept
+    bench-args: --sections throughput --models sel10 cnn --allocators glibc kept
     python benchmarks/scale.py --sections memory [--memory-steps 1000] [--recompute-steps 32] [--neurons 512]
 """
 
@@ -82,8 +85,8 @@ SETUPS = {  # name: (processes, torch threads each, gradients exchanged, one pro
     APART: (2, 1, False, False),  # the most two processes give on this machine now: each trains its own copy
     HALF: (1, 1, True, True),  # the work of one rank, alone on the machine
 }
-MODELS = ("demo", "sel10")
-SEL10_BATCH = 256  # the compute-bound model's global batch
+MODELS = ("demo", "sel10", "cnn")
+GLOBAL_BATCH = {"sel10": 256, "cnn": 256}  # the models trained at one global batch (demo: ``--batch``)
 
 
 # ----------------------------------------------------------------- throughput
@@ -100,6 +103,17 @@ def _sel10_model() -> torch.nn.Module:
     return nn.Sequential(nn.Linear(64, 10), nn.Tanh(), quantum, nn.Linear(10, 10))
 
 
+def _cnn_model(channels: int = 24) -> torch.nn.Module:
+    """Plain PyTorch, no hybridai: the 8x8 digit, three 3x3 convolutions of ``channels`` channels with Tanh, Linear
+    to 10 classes (26,026 parameters)."""
+    from torch import nn
+
+    layers: list[nn.Module] = [nn.Unflatten(1, (1, 8, 8))]
+    for inputs in (1, channels, channels):
+        layers += [nn.Conv2d(inputs, channels, 3, padding=1), nn.Tanh()]
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(channels * 64, 10))
+
+
 def _setup(name: str, dataset: torch.utils.data.Dataset, settings: dict) -> tuple:
     """``(model, optimizer, loader)`` of one setup, built alike on both ranks from seed 0: DDP (``distributed.wrap``)
     for ``TWO``; a plain copy per rank on its shard for ``APART``; for the one-process setups a plain model and
@@ -111,7 +125,8 @@ def _setup(name: str, dataset: torch.utils.data.Dataset, settings: dict) -> tupl
 
     processes, _, exchange, half = SETUPS[name]
     torch.manual_seed(0)
-    model = _sel10_model() if settings["model"] == "sel10" else hybrid_model(settings["qubits"])
+    builders = {"sel10": _sel10_model, "cnn": _cnn_model, "demo": lambda: hybrid_model(settings["qubits"])}
+    model = builders[settings["model"]]()
     if processes == 2:
         model = distributed.wrap(model) if exchange else model
         loader = distributed.distributed_loader(dataset, settings["batch"] // 2, shuffle=True, seed=0)
@@ -196,7 +211,7 @@ def throughput(
     qubits: int = 6,
     batches: tuple[int, ...] = (64, 256),
     samples: int = 10000,
-    models: tuple[str, ...] = MODELS,
+    models: tuple[str, ...] = ("demo", "sel10"),
     cycles: int = 10,
     allocators: tuple[str, ...] = ("glibc",),
 ) -> list[dict]:
@@ -205,7 +220,7 @@ def throughput(
     0's minor page faults per optimizer step of its own; ``loss``: the round's mean training loss.
 
     ``batches``: global batch sizes of the demo model (samples per optimizer step, split over the processes;
-    ``sel10`` trains with ``SEL10_BATCH``); ``samples``: about how many training samples one timed round
+    ``sel10`` and ``cnn`` train with ``GLOBAL_BATCH``); ``samples``: about how many training samples one timed round
     processes (whole epochs); ``step_ms``: milliseconds per global batch of samples (per optimizer step, but for
     ``HALF``, which takes two steps per global batch). All setups of a model, batch and allocator run in the same
     two spawned processes, ``cycles`` times interleaved: a machine that slows down for a while slows the rounds
@@ -213,7 +228,7 @@ def throughput(
     """
     rows = []
     for model in models:
-        for batch in batches if model == "demo" else (SEL10_BATCH,):
+        for batch in (GLOBAL_BATCH[model],) if model in GLOBAL_BATCH else batches:
             for allocator in allocators:
                 settings = {"model": model, "qubits": qubits, "batch": batch, "samples": samples, "cycles": cycles}
                 saved = {name: os.environ.get(name) for name in ALLOCATORS["kept"]}
@@ -336,7 +351,8 @@ def print_throughput(rows: list[dict], settings: dict) -> None:
     )
     print(
         f"models: demo = hybridai.demo.hybrid_model({settings['qubits']}) (statevector); sel10 = Linear 64->10, "
-        "Tanh, 10-qubit angle embedding + 2 StronglyEntanglingLayers (statevector), Linear 10->10"
+        "Tanh, 10-qubit angle embedding + 2 StronglyEntanglingLayers (statevector), Linear 10->10; cnn = plain "
+        "PyTorch, no hybridai: 3 x (Conv2d 3x3, 24 channels, Tanh), Linear 1536->10"
     )
     print(
         f"each model's {len(SETUPS)} setups run in the same two processes, one round each per cycle, "
@@ -508,7 +524,7 @@ def print_memory(rows: list[dict], settings: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
-    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS), help="throughput: models")
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=["demo", "sel10"], help="throughput: models")
     parser.add_argument("--qubits", type=int, default=6, help="throughput: qubits of the demo model")
     parser.add_argument("--batch", type=int, nargs="+", default=[64, 256], help="throughput: demo global batches")
     parser.add_argument("--samples", type=int, default=10000, help="throughput: samples per timed round (about)")
