@@ -7,11 +7,11 @@ Sections (``--sections``; all by default):
   DistributedDataParallel via ``distributed.wrap``, ``DistributedSampler``) with the same global batch (samples
   per optimizer step) and the same shuffled order, so both do the same work (the training losses agree).
   ``--models``: ``demo`` (``hybridai.demo.hybrid_model``: Linear 64->n, Tanh, n-qubit statevector circuit,
-  Linear n->10; ``--qubits``, ``--batch``) and ``sel10`` (compute-bound: Linear 64->10, Tanh, angle embedding
-  and 2 ``StronglyEntanglingLayers`` on 10 qubits, statevector, Linear 10->10; global batch 256) beside ``cnn``, its
-  control without hybridai (plain PyTorch: three 3x3 convolutions of 24 channels on the 8x8 digits, Tanh, Linear
-  to 10; global batch 256; a one-process step about as long as ``sel10``'s): what data-parallel PyTorch alone
-  gives on this machine for a step of that length. One process
+  Linear n->10; ``--qubits``, ``--batch``), ``sel10`` and ``sel12`` (compute-bound: Linear 64->n, Tanh, angle
+  embedding and 2 ``StronglyEntanglingLayers`` on n = 10 or 12 qubits, statevector, Linear n->10; global batch
+  256) and ``cnn``, the control without hybridai (plain PyTorch: three 3x3 convolutions of 24 channels on the 8x8
+  digits, Tanh, Linear to 10; global batch 256; a one-process step about as long as ``sel10``'s): what
+  data-parallel PyTorch alone gives on this machine for a step of that length. One process
   with as many torch threads as the two processes have together is the other single-process baseline on the
   same cores. Two more setups say what bounds the ratio: two processes that exchange nothing (each trains its
   own copy on its half of every global batch: the most two processes give on this machine at that moment) and
@@ -26,11 +26,14 @@ Sections (``--sections``; all by default):
   every cycle's one-process time per global batch ``t1`` and two-process time ``t2`` the overhead
   ``c = t2 - t1 / 2`` is estimated, and with it the step time from which two processes give at least 1.5x
   (``t1 >= 6 c``). ``--allocators``: the setups run under each of glibc's malloc as it comes (``glibc``) and
-  glibc told to keep freed memory (``kept``: ``MALLOC_TOP_PAD_`` and ``MALLOC_TRIM_THRESHOLD_`` in the spawned
-  processes' environment): as it comes, glibc hands the states a step frees back to the kernel and faults them in
-  again the next step (hundreds to thousands of page faults per step at 10 qubits, batch 128-256), which slows
-  every step by a varying amount; a synchronous data-parallel step waits for the slower rank, so the variation
-  costs twice.
+  glibc told to keep freed memory (``kept``: ``MALLOC_TOP_PAD_``, ``MALLOC_TRIM_THRESHOLD_`` and
+  ``MALLOC_MMAP_THRESHOLD_`` in the spawned processes' environment; ``padded``: the first two alone): as it
+  comes, glibc hands the states a step frees back to the kernel and faults them in again the next step (hundreds
+  to thousands of page faults per step at 10 qubits, batch 128-256), which slows every step by a varying amount;
+  a synchronous data-parallel step waits for the slower rank, so the variation costs twice. Told only to keep
+  freed memory, glibc still maps a block above 128 KiB apart whenever the top of its heap cannot hold it, and
+  unmaps it when freed (tens of thousands of faults per step at 12 qubits, batch 256: ``padded``);
+  ``MALLOC_MMAP_THRESHOLD_`` makes it take those from the heap too.
 
 * ``memory``: what gradient checkpointing (``recompute_steps=K``) saves on a long spiking
   sequence: T=1000 steps, batch 32, 512 neurons, forward + backward of ``spikes.sum()`` for
@@ -43,11 +46,12 @@ Sections (``--sections``; all by default):
   process's peak resident set (``ru_maxrss``; the step is the process's first full-size one)
   and the step time; the ratio is without / with.
 
-    python benchmarks/scale.py [--sections throughput] [--models demo sel10 cnn] [--qubits 6] [--batch 64 256]
-        [--cycles 10] [--samples 10000] [--allocators glibc kept]
+    python benchmarks/scale.py [--sections throughput] [--models demo sel10 sel12 cnn] [--qubits 6] [--batch 64 256]
+        [--cycles 10] [--samples 10000] [--allocators glibc padded kept]
 
     bench-args: --sections throughput memory
     bench-args: --sections throughput --models sel10 cnn --allocators glibc kept
+    bench-args: --sections throughput --models sel12 --allocators padded kept --cycles 6
     python benchmarks/scale.py --sections memory [--memory-steps 1000] [--recompute-steps 32] [--neurons 512]
 """
 
@@ -74,9 +78,11 @@ ONE, THREADS, TWO, APART, HALF = (
     "2 processes x 1 thread, no exchange",
     "1 process x 1 thread, half batch",
 )
+KEPT = {"MALLOC_TOP_PAD_": str(256 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(2**40)}  # freed memory kept
 ALLOCATORS = {  # name: what the spawned processes' environment sets for glibc's malloc
     "glibc": {},  # its defaults
-    "kept": {"MALLOC_TOP_PAD_": str(256 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(2**40)},  # freed memory kept
+    "padded": KEPT,  # freed memory kept, but a block over 128 KiB mapped apart when the heap's top cannot hold it
+    "kept": KEPT | {"MALLOC_MMAP_THRESHOLD_": str(2**40)},  # and large blocks taken from the heap too
 }
 SETUPS = {  # name: (processes, torch threads each, gradients exchanged, one process on half the global batch)
     ONE: (1, 1, True, False),
@@ -85,22 +91,23 @@ SETUPS = {  # name: (processes, torch threads each, gradients exchanged, one pro
     APART: (2, 1, False, False),  # the most two processes give on this machine now: each trains its own copy
     HALF: (1, 1, True, True),  # the work of one rank, alone on the machine
 }
-MODELS = ("demo", "sel10", "cnn")
-GLOBAL_BATCH = {"sel10": 256, "cnn": 256}  # the models trained at one global batch (demo: ``--batch``)
+MODELS = ("demo", "sel10", "sel12", "cnn")
+GLOBAL_BATCH = {"sel10": 256, "sel12": 256, "cnn": 256}  # the models trained at one global batch (demo: ``--batch``)
 
 
 # ----------------------------------------------------------------- throughput
 
 
-def _sel10_model() -> torch.nn.Module:
-    """Linear 64->10, Tanh, angle embedding + 2 StronglyEntanglingLayers on 10 qubits (statevector), Linear 10->10."""
+def _sel_model(qubits: int) -> torch.nn.Module:
+    """Linear 64->n, Tanh, angle embedding + 2 StronglyEntanglingLayers on n = ``qubits`` qubits (statevector),
+    Linear n->10."""
     from torch import nn
 
     from hybridai import QuantumLayer
     from hybridai.demo import entangling_classifier
 
-    quantum = QuantumLayer(entangling_classifier, 10, {"weights": (2, 10, 3)})
-    return nn.Sequential(nn.Linear(64, 10), nn.Tanh(), quantum, nn.Linear(10, 10))
+    quantum = QuantumLayer(entangling_classifier, qubits, {"weights": (2, qubits, 3)})
+    return nn.Sequential(nn.Linear(64, qubits), nn.Tanh(), quantum, nn.Linear(qubits, 10))
 
 
 def _cnn_model(channels: int = 24) -> torch.nn.Module:
@@ -125,8 +132,9 @@ def _setup(name: str, dataset: torch.utils.data.Dataset, settings: dict) -> tupl
 
     processes, _, exchange, half = SETUPS[name]
     torch.manual_seed(0)
-    builders = {"sel10": _sel10_model, "cnn": _cnn_model, "demo": lambda: hybrid_model(settings["qubits"])}
-    model = builders[settings["model"]]()
+    name = settings["model"]
+    model = _cnn_model() if name == "cnn" else hybrid_model(settings["qubits"]) if name == "demo" else None
+    model = _sel_model(int(name.removeprefix("sel"))) if model is None else model
     if processes == 2:
         model = distributed.wrap(model) if exchange else model
         loader = distributed.distributed_loader(dataset, settings["batch"] // 2, shuffle=True, seed=0)
@@ -231,7 +239,7 @@ def throughput(
         for batch in (GLOBAL_BATCH[model],) if model in GLOBAL_BATCH else batches:
             for allocator in allocators:
                 settings = {"model": model, "qubits": qubits, "batch": batch, "samples": samples, "cycles": cycles}
-                saved = {name: os.environ.get(name) for name in ALLOCATORS["kept"]}
+                saved = {name: os.environ.pop(name, None) for name in ALLOCATORS["kept"]}
                 os.environ.update(ALLOCATORS[allocator])  # the spawned processes' environment
                 try:
                     measured = _spawn(settings)
@@ -350,17 +358,18 @@ def print_throughput(rows: list[dict], settings: dict) -> None:
         f"CPU cores, CPU: {cpu_model()}"
     )
     print(
-        f"models: demo = hybridai.demo.hybrid_model({settings['qubits']}) (statevector); sel10 = Linear 64->10, "
-        "Tanh, 10-qubit angle embedding + 2 StronglyEntanglingLayers (statevector), Linear 10->10; cnn = plain "
-        "PyTorch, no hybridai: 3 x (Conv2d 3x3, 24 channels, Tanh), Linear 1536->10"
+        f"models: demo = hybridai.demo.hybrid_model({settings['qubits']}) (statevector); sel10 (sel12) = Linear "
+        "64->n, Tanh, n = 10 (12) qubits: angle embedding + 2 StronglyEntanglingLayers (statevector), Linear n->10; "
+        "cnn = plain PyTorch, no hybridai: 3 x (Conv2d 3x3, 24 channels, Tanh), Linear 1536->10"
     )
     print(
         f"each model's {len(SETUPS)} setups run in the same two processes, one round each per cycle, "
         f"{settings['cycles']} cycles; samples / s, ms / global batch, seconds / round and page faults / step (minor "
         "faults of rank 0 per optimizer step of its own): medians over the cycles"
     )
-    kept = " ".join(f"{name}={value}" for name, value in ALLOCATORS["kept"].items())
-    print(f"allocator: glibc = glibc's malloc as it comes; kept = the processes started with {kept}")
+    started = {name: " ".join(f"{k}={v}" for k, v in ALLOCATORS[name].items()) for name in ("padded", "kept")}
+    print(f"allocator: glibc = glibc's malloc as it comes; padded = the processes started with {started['padded']}; "
+          f"kept = with {started['kept']}")  # fmt: skip
     print("| model | global batch | allocator | setup | torch threads per process | batch per rank | epochs / round | "
           "samples / s | ms / global batch | seconds / round | page faults / step | "
           "train loss, first round |")  # fmt: skip
