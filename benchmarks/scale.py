@@ -133,8 +133,12 @@ def _setup(name: str, dataset: torch.utils.data.Dataset, settings: dict) -> tupl
     processes, _, exchange, half = SETUPS[name]
     torch.manual_seed(0)
     name = settings["model"]
-    model = _cnn_model() if name == "cnn" else hybrid_model(settings["qubits"]) if name == "demo" else None
-    model = _sel_model(int(name.removeprefix("sel"))) if model is None else model
+    if name == "cnn":
+        model = _cnn_model()
+    elif name == "demo":
+        model = hybrid_model(settings["qubits"])
+    else:  # sel10, sel12
+        model = _sel_model(int(name.removeprefix("sel")))
     if processes == 2:
         model = distributed.wrap(model) if exchange else model
         loader = distributed.distributed_loader(dataset, settings["batch"] // 2, shuffle=True, seed=0)
