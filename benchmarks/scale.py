@@ -132,13 +132,13 @@ def _setup(name: str, dataset: torch.utils.data.Dataset, settings: dict) -> tupl
 
     processes, _, exchange, half = SETUPS[name]
     torch.manual_seed(0)
-    name = settings["model"]
-    if name == "cnn":
+    kind = settings["model"]
+    if kind == "cnn":
         model = _cnn_model()
-    elif name == "demo":
+    elif kind == "demo":
         model = hybrid_model(settings["qubits"])
     else:  # sel10, sel12
-        model = _sel_model(int(name.removeprefix("sel")))
+        model = _sel_model(int(kind.removeprefix("sel")))
     if processes == 2:
         model = distributed.wrap(model) if exchange else model
         loader = distributed.distributed_loader(dataset, settings["batch"] // 2, shuffle=True, seed=0)
@@ -232,7 +232,7 @@ def throughput(
     0's minor page faults per optimizer step of its own; ``loss``: the round's mean training loss.
 
     ``batches``: global batch sizes of the demo model (samples per optimizer step, split over the processes;
-    ``sel10`` and ``cnn`` train with ``GLOBAL_BATCH``); ``samples``: about how many training samples one timed round
+    the others train with ``GLOBAL_BATCH``); ``samples``: about how many training samples one timed round
     processes (whole epochs); ``step_ms``: milliseconds per global batch of samples (per optimizer step, but for
     ``HALF``, which takes two steps per global batch). All setups of a model, batch and allocator run in the same
     two spawned processes, ``cycles`` times interleaved: a machine that slows down for a while slows the rounds
