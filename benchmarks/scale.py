@@ -6,6 +6,8 @@ Sections (``--sections``; all by default):
   setup) on scikit-learn's digits, in one process against two processes (``torch.multiprocessing`` spawn, gloo,
   DistributedDataParallel via ``distributed.wrap``, ``DistributedSampler``) with the same global batch (samples
   per optimizer step) and the same shuffled order, so both do the same work (the training losses agree).
+  ``--gradient-exchange``: how DDP averages the gradients, as ``distributed.wrap`` takes it (``auto``: hybridai's
+  loopback exchange for CPU ranks on one machine; ``process_group``: gloo's all-reduce, as plain DDP).
   ``--models``: ``demo`` (``hybridai.demo.hybrid_model``: Linear 64->n, Tanh, n-qubit statevector circuit,
   Linear n->10; ``--qubits``, ``--batch``), ``sel10`` and ``sel12`` (compute-bound: Linear 64->n, Tanh, angle
   embedding and 2 ``StronglyEntanglingLayers`` on n = 10 or 12 qubits, statevector, Linear n->10; global batch
@@ -47,11 +49,12 @@ Sections (``--sections``; all by default):
   and the step time; the ratio is without / with.
 
     python benchmarks/scale.py [--sections throughput] [--models demo sel10 sel12 cnn] [--qubits 6] [--batch 64 256]
-        [--cycles 10] [--samples 10000] [--allocators glibc padded kept]
+        [--cycles 10] [--samples 10000] [--allocators glibc padded kept] [--gradient-exchange auto]
 
     bench-args: --sections throughput memory
     bench-args: --sections throughput --models sel10 cnn --allocators glibc kept
     bench-args: --sections throughput --models sel12 --allocators padded kept --cycles 6
+    bench-args: --sections throughput --models sel10 cnn --allocators kept --gradient-exchange process_group --cycles 6
     python benchmarks/scale.py --sections memory [--memory-steps 1000] [--recompute-steps 32] [--neurons 512]
 """
 
@@ -140,7 +143,7 @@ def _setup(name: str, dataset: torch.utils.data.Dataset, settings: dict) -> tupl
     else:  # sel10, sel12
         model = _sel_model(int(kind.removeprefix("sel")))
     if processes == 2:
-        model = distributed.wrap(model) if exchange else model
+        model = distributed.wrap(model, gradient_exchange=settings["gradient_exchange"]) if exchange else model
         loader = distributed.distributed_loader(dataset, settings["batch"] // 2, shuffle=True, seed=0)
     else:
         sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, seed=0)
@@ -226,6 +229,7 @@ def throughput(
     models: tuple[str, ...] = ("demo", "sel10"),
     cycles: int = 10,
     allocators: tuple[str, ...] = ("glibc",),
+    gradient_exchange: str = "auto",
 ) -> list[dict]:
     """Rows ``{model, allocator, setup, processes, threads, batch, per_rank_batch, cycle, epochs, seconds, step_ms,
     samples_per_s, faults, loss}``, one per setup, allocator (a key of ``ALLOCATORS``) and cycle; ``faults``: rank
@@ -236,13 +240,15 @@ def throughput(
     processes (whole epochs); ``step_ms``: milliseconds per global batch of samples (per optimizer step, but for
     ``HALF``, which takes two steps per global batch). All setups of a model, batch and allocator run in the same
     two spawned processes, ``cycles`` times interleaved: a machine that slows down for a while slows the rounds
-    of one cycle alike, and each cycle gives its own ratios.
+    of one cycle alike, and each cycle gives its own ratios. ``gradient_exchange``: DDP's, as ``distributed.wrap``
+    takes it (``"auto"``: the loopback exchange on CPU ranks of one machine; ``"process_group"``: gloo's all-reduce).
     """
     rows = []
     for model in models:
         for batch in (GLOBAL_BATCH[model],) if model in GLOBAL_BATCH else batches:
             for allocator in allocators:
-                settings = {"model": model, "qubits": qubits, "batch": batch, "samples": samples, "cycles": cycles}
+                settings = {"model": model, "qubits": qubits, "batch": batch, "samples": samples, "cycles": cycles,
+                            "gradient_exchange": gradient_exchange}  # fmt: skip
                 saved = {name: os.environ.pop(name, None) for name in ALLOCATORS["kept"]}
                 os.environ.update(ALLOCATORS[allocator])  # the spawned processes' environment
                 try:
@@ -374,6 +380,9 @@ def print_throughput(rows: list[dict], settings: dict) -> None:
     started = {name: " ".join(f"{k}={v}" for k, v in ALLOCATORS[name].items()) for name in ("padded", "kept")}
     print(f"allocator: glibc = glibc's malloc as it comes; padded = the processes started with {started['padded']}; "
           f"kept = with {started['kept']}")  # fmt: skip
+    exchange = {"auto": "hybridai's loopback exchange", "process_group": "gloo's all-reduce"}
+    print(f"DDP's gradients averaged by: {exchange[settings['gradient_exchange']]} "
+          f"(gradient_exchange={settings['gradient_exchange']!r})")  # fmt: skip
     print("| model | global batch | allocator | setup | torch threads per process | batch per rank | epochs / round | "
           "samples / s | ms / global batch | seconds / round | page faults / step | "
           "train loss, first round |")  # fmt: skip
@@ -546,6 +555,9 @@ def main() -> None:
     parser.add_argument(
         "--allocators", nargs="+", choices=ALLOCATORS, default=["glibc"], help="throughput: malloc settings"
     )
+    parser.add_argument(
+        "--gradient-exchange", choices=("auto", "process_group"), default="auto", help="throughput: DDP's exchange"
+    )
     parser.add_argument("--memory-steps", type=int, default=1000, help="memory: time steps T")
     parser.add_argument("--memory-batch", type=int, default=32, help="memory: batch size")
     parser.add_argument("--neurons", type=int, default=512, help="memory: neurons of the spiking layer")
@@ -554,6 +566,7 @@ def main() -> None:
     args = parser.parse_args()
     if "throughput" in args.sections:
         settings = {"qubits": args.qubits, "samples": args.samples, "cycles": args.cycles}
+        settings |= {"gradient_exchange": args.gradient_exchange}
         rows = throughput(
             batches=tuple(args.batch), models=tuple(args.models), allocators=tuple(args.allocators), **settings
         )
