@@ -87,6 +87,7 @@ ALLOCATORS = {  # name: what the spawned processes' environment sets for glibc's
     "padded": KEPT,  # freed memory kept, but a block over 128 KiB mapped apart when the heap's top cannot hold it
     "kept": KEPT | {"MALLOC_MMAP_THRESHOLD_": str(2**40)},  # and large blocks taken from the heap too
 }
+MALLOC_VARIABLES = sorted(set().union(*ALLOCATORS.values()))  # cleared in the spawned processes' environment first
 SETUPS = {  # name: (processes, torch threads each, gradients exchanged, one process on half the global batch)
     ONE: (1, 1, True, False),
     THREADS: (1, 2, True, False),
@@ -95,6 +96,7 @@ SETUPS = {  # name: (processes, torch threads each, gradients exchanged, one pro
     HALF: (1, 1, True, True),  # the work of one rank, alone on the machine
 }
 MODELS = ("demo", "sel10", "sel12", "cnn")
+DEFAULT_MODELS = ("demo", "sel10")
 GLOBAL_BATCH = {"sel10": 256, "sel12": 256, "cnn": 256}  # the models trained at one global batch (demo: ``--batch``)
 
 
@@ -226,7 +228,7 @@ def throughput(
     qubits: int = 6,
     batches: tuple[int, ...] = (64, 256),
     samples: int = 10000,
-    models: tuple[str, ...] = ("demo", "sel10"),
+    models: tuple[str, ...] = DEFAULT_MODELS,
     cycles: int = 10,
     allocators: tuple[str, ...] = ("glibc",),
     gradient_exchange: str = "auto",
@@ -249,7 +251,7 @@ def throughput(
             for allocator in allocators:
                 settings = {"model": model, "qubits": qubits, "batch": batch, "samples": samples, "cycles": cycles,
                             "gradient_exchange": gradient_exchange}  # fmt: skip
-                saved = {name: os.environ.pop(name, None) for name in ALLOCATORS["kept"]}
+                saved = {name: os.environ.pop(name, None) for name in MALLOC_VARIABLES}
                 os.environ.update(ALLOCATORS[allocator])  # the spawned processes' environment
                 try:
                     measured = _spawn(settings)
@@ -544,9 +546,11 @@ def print_memory(rows: list[dict], settings: dict) -> None:
 
 
 def main() -> None:
+    from hybridai.training.distributed import GRADIENT_EXCHANGES
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
-    parser.add_argument("--models", nargs="+", choices=MODELS, default=["demo", "sel10"], help="throughput: models")
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(DEFAULT_MODELS), help="throughput: models")
     parser.add_argument("--qubits", type=int, default=6, help="throughput: qubits of the demo model")
     parser.add_argument("--batch", type=int, nargs="+", default=[64, 256], help="throughput: demo global batches")
     parser.add_argument("--samples", type=int, default=10000, help="throughput: samples per timed round (about)")
@@ -556,7 +560,7 @@ def main() -> None:
         "--allocators", nargs="+", choices=ALLOCATORS, default=["glibc"], help="throughput: malloc settings"
     )
     parser.add_argument(
-        "--gradient-exchange", choices=("auto", "process_group"), default="auto", help="throughput: DDP's exchange"
+        "--gradient-exchange", choices=GRADIENT_EXCHANGES, default="auto", help="throughput: DDP's exchange"
     )
     parser.add_argument("--memory-steps", type=int, default=1000, help="memory: time steps T")
     parser.add_argument("--memory-batch", type=int, default=32, help="memory: batch size")

@@ -179,6 +179,8 @@ def run_hybrid_demo(
     ``chip``: ``"loihi2"`` (a sigma-delta front end), ``"loihi"`` or ``"nengo"`` (LIF), ``"akida"`` (a CNN on
     frames). Returns the placements (the float row, then one per deployment), the baselines' rows, the training
     losses, the machine line and the PNG's path."""
+    from hybridai.deployment.build import takes_calibration
+
     if chip not in FRONT_ENDS:
         raise invalid("chip", chip, f"one of {sorted(FRONT_ENDS)}")
     for name, value, low, high in (
@@ -210,8 +212,6 @@ def run_hybrid_demo(
     y_test = y[split:]
 
     hybrid = models["hybrid"]
-    from hybridai.deployment.build import takes_calibration
-
     calibration = trains["hybrid"] if takes_calibration(chip) else None  # loihi2 quantizes from the model alone
     rows = placements(hybrid.model, calibration, tests["hybrid"], y_test, chip=chip, noisy=noisy, shots=shots,
                       zne=zne, seed=seed)  # fmt: skip
